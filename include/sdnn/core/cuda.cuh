@@ -1,0 +1,35 @@
+// sdnn/core/cuda.cuh - CUDA error checking. Every CUDA call and every launch is checked.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "sdnn/core/error.hpp"
+#include "sdnn/core/exec.hpp"
+
+namespace sdnn::detail {
+inline void cuda_check(cudaError_t st, char const* call, char const* file, int line) {
+  if (st != cudaSuccess)
+    throw ::sdnn::cuda_error(static_cast<int>(st),
+                             concat("CUDA call `", call, "` failed: ", cudaGetErrorName(st), " (",
+                                    cudaGetErrorString(st), ")"),
+                             file, line);
+}
+inline cudaStream_t stream_of(cuda_exec const& e) { return e.stream; }
+
+// Number of multiprocessors of the current device (cached per device).
+inline int sm_count() {
+  int dev = 0;
+  cudaGetDevice(&dev);
+  static int cache[64] = {};
+  if (dev < 64 && cache[dev]) return cache[dev];
+  int n = 0;
+  cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev),
+             "cudaDeviceGetAttribute", __FILE__, __LINE__);
+  if (dev < 64) cache[dev] = n;
+  return n;
+}
+}  // namespace sdnn::detail
+
+#define SDNN_CUDA_CHECK(call) ::sdnn::detail::cuda_check((call), #call, __FILE__, __LINE__)
+// After every kernel launch: catches bad launch configurations without synchronising.
+#define SDNN_CUDA_CHECK_LAUNCH() SDNN_CUDA_CHECK(cudaGetLastError())

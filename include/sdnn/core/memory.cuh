@@ -1,0 +1,156 @@
+// sdnn/core/memory.cuh - device and pinned buffers, and explicit copies between spaces.
+//
+// Device buffers are allocated with cudaMallocAsync on the executor's stream and freed
+// with cudaFreeAsync on that same stream, so allocation is stream-ordered and never
+// synchronises the device.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "sdnn/core/cuda.cuh"
+#include "sdnn/core/exec.hpp"
+#include "sdnn/core/memory.hpp"
+
+namespace sdnn {
+
+template <class T>
+class buffer<T, device_space> {
+ public:
+  using value_type = T;
+  using space = device_space;
+
+  buffer() = default;
+  // Uninitialised device memory for n elements, stream-ordered on exec.stream.
+  buffer(std::size_t n, cuda_exec exec) : size_(n), stream_(exec.stream) {
+    if (n) SDNN_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&data_), n * sizeof(T), stream_));
+  }
+  ~buffer() { reset(); }
+
+  buffer(buffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), stream_(o.stream_) {}
+  buffer& operator=(buffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+      stream_ = o.stream_;
+    }
+    return *this;
+  }
+  buffer(buffer const&) = delete;
+  buffer& operator=(buffer const&) = delete;
+
+  // Frees on the allocating stream. Errors cannot be thrown from here; a failed free
+  // is left for the next checked CUDA call to report.
+  void reset() noexcept {
+    if (data_) cudaFreeAsync(data_, stream_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  T* data() noexcept { return data_; }
+  T const* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  cudaStream_t stream() const noexcept { return stream_; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+template <class T>
+class buffer<T, pinned_space> {
+ public:
+  using value_type = T;
+  using space = pinned_space;
+
+  buffer() = default;
+  explicit buffer(std::size_t n) : size_(n) {
+    if (n) SDNN_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&data_), n * sizeof(T)));
+  }
+  ~buffer() {
+    if (data_) cudaFreeHost(data_);
+  }
+  buffer(buffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  buffer& operator=(buffer&& o) noexcept {
+    if (this != &o) {
+      if (data_) cudaFreeHost(data_);
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  buffer(buffer const&) = delete;
+  buffer& operator=(buffer const&) = delete;
+
+  T* data() noexcept { return data_; }
+  T const* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  T& operator[](std::size_t i) noexcept { return data_[i]; }
+  T const& operator[](std::size_t i) const noexcept { return data_[i]; }
+  T* begin() noexcept { return data_; }
+  T* end() noexcept { return data_ + size_; }
+  T const* begin() const noexcept { return data_; }
+  T const* end() const noexcept { return data_ + size_; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+template <class T>
+using device_buffer = buffer<T, device_space>;
+template <class T>
+using pinned_buffer = buffer<T, pinned_space>;
+
+namespace detail {
+template <class Dst, class Src>
+constexpr cudaMemcpyKind copy_kind() {
+  constexpr bool dd = std::is_same_v<Dst, device_space>, sd = std::is_same_v<Src, device_space>;
+  if constexpr (dd && sd) return cudaMemcpyDeviceToDevice;
+  else if constexpr (dd) return cudaMemcpyHostToDevice;
+  else if constexpr (sd) return cudaMemcpyDeviceToHost;
+  else return cudaMemcpyHostToHost;
+}
+}  // namespace detail
+
+// Copies n elements (default: all of src) from src to dst on exec.stream. Sizes must fit.
+// A device->host copy into pageable host memory completes before this returns (a CUDA
+// property of pageable memory); into pinned memory it is asynchronous.
+template <class T, class DS, class SS>
+void copy(buffer<T, DS>& dst, buffer<T, SS> const& src, cuda_exec exec) {
+  SDNN_EXPECTS(dst.size() >= src.size(), "copy: destination holds ", dst.size(),
+               " elements, source has ", src.size());
+  if (src.size() == 0) return;
+  SDNN_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.size() * sizeof(T),
+                                  detail::copy_kind<DS, SS>(), exec.stream));
+}
+
+// A new buffer in space DS holding a copy of src.
+template <class DS, class T, class SS>
+buffer<T, DS> copy_to(buffer<T, SS> const& src, cuda_exec exec) {
+  if constexpr (std::is_same_v<DS, device_space>) {
+    buffer<T, DS> dst(src.size(), exec);
+    copy(dst, src, exec);
+    return dst;
+  } else {
+    buffer<T, DS> dst(src.size());
+    copy(dst, src, exec);
+    return dst;
+  }
+}
+
+// Allocates a buffer of n elements in space S (uniform construction for generic code).
+template <class T, class S>
+buffer<T, S> make_buffer(std::size_t n, cuda_exec exec) {
+  if constexpr (std::is_same_v<S, device_space>) return buffer<T, S>(n, exec);
+  else return buffer<T, S>(n);
+}
+
+}  // namespace sdnn

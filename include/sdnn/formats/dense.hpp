@@ -1,0 +1,75 @@
+// sdnn/formats/dense.hpp - a plain row-major dense matrix and its view.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "sdnn/core/config.hpp"
+#include "sdnn/core/error.hpp"
+#include "sdnn/core/memory.hpp"
+
+namespace sdnn {
+
+// Non-owning view of a row-major matrix; element (i, j) is data[i * ld + j].
+// T may be const-qualified for read-only views. Passed to kernels by value.
+template <class T>
+struct dense_view {
+  std::int64_t rows = 0, cols = 0, ld = 0;
+  T* data = nullptr;
+
+  SDNN_HOST_DEVICE T& operator()(std::int64_t i, std::int64_t j) const { return data[i * ld + j]; }
+  SDNN_HOST_DEVICE T* row(std::int64_t i) const { return data + i * ld; }
+  operator dense_view<T const>() const { return {rows, cols, ld, data}; }
+};
+
+namespace detail {
+template <class T, class Space, class... Exec>
+buffer<T, Space> alloc(std::size_t n, Exec... exec) {
+  if constexpr (std::is_same_v<Space, host_space>) return buffer<T, Space>(n);
+  else if constexpr (std::is_same_v<Space, pinned_space>) return buffer<T, Space>(n);
+  else return buffer<T, Space>(n, exec...);
+}
+}  // namespace detail
+
+// Owning row-major matrix (ld == cols). On the device the constructor takes the
+// cuda_exec whose stream orders the allocation; contents are uninitialised there and
+// zero-initialised on the host.
+template <class T, class Space = host_space>
+class dense_matrix {
+ public:
+  using value_type = T;
+  using space = Space;
+
+  dense_matrix() = default;
+  template <class... Exec>
+  dense_matrix(std::int64_t rows, std::int64_t cols, Exec... exec)
+      : rows_(rows), cols_(cols), data_(detail::alloc<T, Space>(checked_size(rows, cols), exec...)) {}
+
+  std::int64_t rows() const noexcept { return rows_; }
+  std::int64_t cols() const noexcept { return cols_; }
+  std::int64_t ld() const noexcept { return cols_; }
+  std::size_t size() const noexcept { return data_.size(); }
+  buffer<T, Space>& values() noexcept { return data_; }
+  buffer<T, Space> const& values() const noexcept { return data_; }
+  T* data() noexcept { return data_.data(); }
+  T const* data() const noexcept { return data_.data(); }
+
+  dense_view<T> view() noexcept { return {rows_, cols_, cols_, data_.data()}; }
+  dense_view<T const> view() const noexcept { return {rows_, cols_, cols_, data_.data()}; }
+
+  // Host only: element access.
+  T& operator()(std::int64_t i, std::int64_t j) { return data_[static_cast<std::size_t>(i * cols_ + j)]; }
+  T const& operator()(std::int64_t i, std::int64_t j) const { return data_[static_cast<std::size_t>(i * cols_ + j)]; }
+
+ private:
+  static std::size_t checked_size(std::int64_t rows, std::int64_t cols) {
+    SDNN_EXPECTS(rows >= 0 && cols >= 0, "dense_matrix: shape must be non-negative, got ", rows, " x ", cols);
+    return static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+  }
+  std::int64_t rows_ = 0, cols_ = 0;
+  buffer<T, Space> data_;
+};
+
+}  // namespace sdnn

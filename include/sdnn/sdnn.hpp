@@ -1,0 +1,18 @@
+// sdnn/sdnn.hpp - the umbrella header.
+//
+// Includes everything that compiles with a plain C++17 compiler; when compiled by a
+// CUDA compiler (__CUDACC__), also the device containers, kernels and vendor baselines.
+#pragma once
+
+#include "sdnn/core/config.hpp"
+#include "sdnn/core/error.hpp"
+#include "sdnn/core/exec.hpp"
+#include "sdnn/core/memory.hpp"
+#include "sdnn/core/types.hpp"
+#include "sdnn/formats/dense.hpp"
+#include "sdnn/formats/csr.hpp"
+
+#if defined(__CUDACC__)
+#include "sdnn/core/cuda.cuh"
+#include "sdnn/core/memory.cuh"
+#endif

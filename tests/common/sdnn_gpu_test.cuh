@@ -1,0 +1,46 @@
+// Helpers for device tests: every device test starts with SDNN_REQUIRE_DEVICE().
+// Without a GPU the test returns early (CI excludes the `gpu` label anyway); with the
+// environment variable SDNN_REQUIRE_GPU=1 a missing GPU makes the test fail instead.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "sdnn_catch.hpp"
+#include <sdnn/core/memory.cuh>
+
+namespace sdnn_test {
+inline bool gpu_required() {
+  char const* v = std::getenv("SDNN_REQUIRE_GPU");
+  return v && std::strcmp(v, "0") != 0 && *v != '\0';
+}
+inline bool have_gpu() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+}
+
+// Copies a device buffer back (synchronises the stream) into a std::vector.
+template <class T>
+std::vector<T> to_vector(sdnn::buffer<T, sdnn::device_space> const& d, cudaStream_t s = nullptr) {
+  std::vector<T> h(d.size());
+  if (!h.empty()) SDNN_CUDA_CHECK(cudaMemcpyAsync(h.data(), d.data(), d.size() * sizeof(T), cudaMemcpyDeviceToHost, s));
+  SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
+  return h;
+}
+}  // namespace sdnn_test
+
+#define SDNN_REQUIRE_DEVICE()                                                              \
+  do {                                                                                     \
+    if (!::sdnn_test::have_gpu()) {                                                        \
+      if (::sdnn_test::gpu_required()) FAIL("SDNN_REQUIRE_GPU is set but no CUDA device is visible"); \
+      WARN("no CUDA device: device test not run");                                         \
+      return;                                                                              \
+    }                                                                                      \
+  } while (0)

@@ -1,0 +1,43 @@
+// Device buffers and copies between spaces.
+#include "sdnn_gpu_test.cuh"
+
+#include <sdnn/sdnn.hpp>
+
+using namespace sdnn;
+
+TEST_CASE("device and pinned buffers round-trip through every copy direction", "[cuda][core]") {
+  SDNN_REQUIRE_DEVICE();
+  cudaStream_t s;
+  SDNN_CUDA_CHECK(cudaStreamCreate(&s));
+  cuda_exec exec{s};
+  {
+    host_buffer<int> h(1 << 20);
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<int>(i * 7 + 1);
+    auto d = copy_to<device_space>(h, exec);
+    device_buffer<int> d2(h.size(), exec);
+    copy(d2, d, exec);
+    auto p = copy_to<pinned_space>(d2, exec);
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
+    for (std::size_t i = 0; i < h.size(); ++i) REQUIRE(p[i] == h[i]);
+    device_buffer<int> moved = std::move(d2);
+    REQUIRE(d2.data() == nullptr);
+    REQUIRE(moved.size() == h.size());
+    device_buffer<int> empty(0, exec);
+    REQUIRE(empty.data() == nullptr);
+    host_buffer<int> small(3);
+    REQUIRE_THROWS_AS(copy(small, moved, exec), sdnn::error);
+  }
+  SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
+  SDNN_CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+TEST_CASE("a failing CUDA call throws sdnn::cuda_error with the call text", "[cuda][core]") {
+  SDNN_REQUIRE_DEVICE();
+  try {
+    SDNN_CUDA_CHECK(cudaSetDevice(1 << 20));
+    FAIL("no throw");
+  } catch (cuda_error const& e) {
+    REQUIRE(e.code() == static_cast<int>(cudaErrorInvalidDevice));
+    REQUIRE(std::string(e.what()).find("cudaSetDevice") != std::string::npos);
+  }
+}
