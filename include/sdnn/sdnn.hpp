@@ -9,8 +9,10 @@
 #include "sdnn/core/exec.hpp"
 #include "sdnn/core/memory.hpp"
 #include "sdnn/core/types.hpp"
+#include "sdnn/core/epilogue.hpp"
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/formats/csr.hpp"
+#include "sdnn/pipeline/layer.hpp"
 
 #if defined(__CUDACC__)
 #include "sdnn/core/cuda.cuh"

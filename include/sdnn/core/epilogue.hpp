@@ -1,0 +1,68 @@
+// sdnn/core/epilogue.hpp - the fused epilogue shared by every product kernel.
+//
+//   y = min(max(acc + bias, 0), cap)      with each stage optional:
+//   - bias: per output column (bias[col]) plus a scalar (bias_scalar);
+//     with bias_on_zero = false (the Graph Challenge rule) bias is added only where the
+//     accumulated product is nonzero, and a zero product stays exactly zero;
+//   - relu: clamp below at 0;
+//   - cap: clamp above at cap (applied when has_cap).
+// Kernels evaluate it in the accumulator type Acc (float for float/__half, double for
+// double) and convert once on store.
+#pragma once
+
+#include <cstdint>
+
+#include "sdnn/core/config.hpp"
+
+namespace sdnn {
+
+template <class Acc>
+struct basic_epilogue {
+  Acc const* bias = nullptr;  // [output columns] or nullptr
+  Acc bias_scalar = 0;
+  bool bias_on_zero = true;
+  bool relu = false;
+  bool has_cap = false;
+  Acc cap = 0;
+
+  SDNN_HOST_DEVICE Acc operator()(Acc acc, std::int64_t col) const {
+    if (bias_on_zero || acc != Acc(0)) {
+      if (bias) acc += bias[col];
+      acc += bias_scalar;
+    }
+    if (relu && acc < Acc(0)) acc = Acc(0);
+    if (has_cap && acc > cap) acc = cap;
+    return acc;
+  }
+  // True when f(0) == 0 for every column, so all-zero input rows give all-zero outputs
+  // and kernels may skip them entirely.
+  SDNN_HOST_DEVICE bool zero_preserving() const {
+    return !bias_on_zero || (bias == nullptr && bias_scalar == Acc(0));
+  }
+};
+
+using epilogue = basic_epilogue<float>;
+
+// Factories for the common cases.
+template <class Acc = float>
+constexpr basic_epilogue<Acc> epilogue_none() { return {}; }
+template <class Acc = float>
+constexpr basic_epilogue<Acc> epilogue_relu(Acc const* bias = nullptr) {
+  basic_epilogue<Acc> e;
+  e.bias = bias;
+  e.relu = true;
+  return e;
+}
+// The Sparse DNN Graph Challenge layer: bias only on nonzero products, ReLU, cap (YMAX 32).
+template <class Acc = float>
+constexpr basic_epilogue<Acc> epilogue_challenge(Acc bias, Acc cap = Acc(32)) {
+  basic_epilogue<Acc> e;
+  e.bias_scalar = bias;
+  e.bias_on_zero = false;
+  e.relu = true;
+  e.has_cap = true;
+  e.cap = cap;
+  return e;
+}
+
+}  // namespace sdnn
