@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One-call GPU check: configure + build (sm_90 unless ARCH is set) + every test with
+# SDNN_REQUIRE_GPU=1 (a missing GPU fails) + compute-sanitizer memcheck/racecheck on the
+# device tests + a summary. Logs go to $OUT (or <build>/gpu-check).
+#
+#   benchmarks/gpu_check.sh [build-dir]
+#   env: ARCH (default 90), JOBS (default 16), SANITIZE_FILTER (Catch2 filter for the
+#        sanitizer runs, default "~[slow]"), RACECHECK_FILTER (default "[racecheck]"),
+#        SKIP_BUILD=1 to reuse a build.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=${1:-build-gpu}
+OUT=${OUT:-$B/gpu-check}
+mkdir -p "$OUT"
+JOBS=${JOBS:-16}
+summary=$OUT/summary.txt
+: > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+
+say "== gpu_check $(date -u +%FT%TZ) on $(hostname)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
+say "nvcc: $(nvcc --version | tail -1)"
+
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  t0=$(date +%s)
+  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" >"$OUT/configure.log" 2>&1 ||
+    { say "configure FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
+  if ! cmake --build "$B" -j"$JOBS" >"$OUT/build.log" 2>&1; then
+    say "build FAILED"; grep -E 'error|Error' "$OUT/build.log" | head -40; exit 1
+  fi
+  say "build: ok in $(( $(date +%s) - t0 )) s"
+fi
+
+status=0
+t0=$(date +%s)
+SDNN_REQUIRE_GPU=1 ctest --test-dir "$B" --output-on-failure >"$OUT/ctest.log" 2>&1 || status=1
+say "ctest (SDNN_REQUIRE_GPU=1, all labels) in $(( $(date +%s) - t0 )) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
+grep -E '^\s+[0-9]+ - .*(Failed|Not Run|Timeout|Exception)' "$OUT/ctest.log" | tee -a "$summary"
+
+CT=$B/tests/sdnn_cuda_tests
+if [ -x "$CT" ]; then
+  SDNN_REQUIRE_GPU=1 "$CT" --list-tests >"$OUT/cuda_tests_list.txt" 2>&1
+  say "device test cases: $(SDNN_REQUIRE_GPU=1 "$CT" --list-test-names-only 2>/dev/null | grep -c . )"
+  for tool in memcheck racecheck; do
+    if [ $tool = memcheck ]; then f=${SANITIZE_FILTER:-"~[slow]"}; else f=${RACECHECK_FILTER:-"[racecheck]"}; fi
+    t0=$(date +%s)
+    SDNN_REQUIRE_GPU=1 compute-sanitizer --tool $tool --error-exitcode 99 "$CT" "$f" >"$OUT/sanitizer_$tool.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && status=1
+    say "compute-sanitizer $tool on \"$f\": rc=$rc in $(( $(date +%s) - t0 )) s; $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer_$tool.log" | tail -1) $(grep -E '^(All tests passed|test cases:)' "$OUT/sanitizer_$tool.log" | tail -1)"
+  done
+fi
+say "== gpu_check status: $([ $status = 0 ] && echo PASS || echo FAIL)"
+exit $status
