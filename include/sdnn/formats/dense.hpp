@@ -25,6 +25,14 @@ struct dense_view {
 };
 
 namespace detail {
+// True when v is not zero (-0 counts as zero). Works for __half (through float) when the
+// caller has included cuda_fp16.h; usable in device code.
+template <class T>
+SDNN_HOST_DEVICE inline bool is_nonzero(T const& v) {
+  if constexpr (std::is_arithmetic_v<T>) return v != T(0);
+  else return static_cast<float>(v) != 0.0f;
+}
+
 template <class T, class Space, class... Exec>
 buffer<T, Space> alloc(std::size_t n, Exec... exec) {
   if constexpr (std::is_same_v<Space, host_space>) return buffer<T, Space>(n);
