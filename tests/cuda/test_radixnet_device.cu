@@ -1,0 +1,55 @@
+// The device RadiX-Net generator against the host generator, entry by entry.
+#include "sdnn_gpu_test.cuh"
+
+#include <sdnn/data/radixnet.cuh>
+#include <sdnn/data/radixnet.hpp>
+
+#include <cstdint>
+#include <vector>
+
+using namespace sdnn;
+
+namespace {
+// Copies a device CSR back and compares every array with the host CSR exactly.
+void require_equal(csr_matrix<float, std::int32_t, device_space> const& d, csr_matrix<float, std::int32_t> const& h,
+                   cudaStream_t s) {
+  REQUIRE(d.rows() == h.rows());
+  REQUIRE(d.cols() == h.cols());
+  REQUIRE(d.nnz() == h.nnz());
+  auto const rp = sdnn_test::to_vector(d.row_ptr(), s);
+  auto const ci = sdnn_test::to_vector(d.col_idx(), s);
+  auto const v = sdnn_test::to_vector(d.values(), s);
+  REQUIRE(std::vector<std::int32_t>(h.row_ptr().begin(), h.row_ptr().end()) == rp);
+  REQUIRE(std::vector<std::int32_t>(h.col_idx().begin(), h.col_idx().end()) == ci);
+  REQUIRE(std::vector<float>(h.values().begin(), h.values().end()) == v);
+}
+}  // namespace
+
+TEST_CASE("radixnet_layer_device equals radixnet_layer at every challenge size", "[cuda][radixnet]") {
+  SDNN_REQUIRE_DEVICE();
+  cudaStream_t s;
+  SDNN_CUDA_CHECK(cudaStreamCreate(&s));
+  cuda_exec exec(s);
+  for (std::int32_t n : {1024, 4096, 16384, 65536}) {
+    std::int32_t const k = data::radixnet_block_layers(n);
+    for (std::int32_t l : {0, k - 1, k, 3 * k + 1}) {
+      INFO("N = " << n << ", layer " << l);
+      auto const d = data::radixnet_layer_device(n, l, 2024, exec);
+      require_equal(d, data::radixnet_layer(n, l, 2024), s);
+    }
+  }
+  SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
+  SDNN_CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+TEST_CASE("official_1024_layer_device equals official_1024_layer", "[cuda][radixnet]") {
+  SDNN_REQUIRE_DEVICE();
+  cuda_exec exec;  // the default stream
+  for (std::int32_t l : {0, 5, 6, 11, 64, 119}) {
+    INFO("layer " << l);
+    auto const d = data::official_1024_layer_device(l, exec);
+    require_equal(d, data::official_1024_layer(l), nullptr);
+  }
+  REQUIRE_THROWS_AS(data::official_1024_layer_device(120, exec), sdnn::error);
+  REQUIRE_THROWS_AS(data::radixnet_layer_device(1000, 0, 0, exec), sdnn::error);
+}
