@@ -1,0 +1,195 @@
+// sdnn/conv/sparse_conv_layer.cuh - layers::sparse_conv2d / sparse_conv1d: direct sparse
+// convolution behind sdnn::layer<T>.
+//
+// Activations are batch x (C*H*W) row-major (= NCHW, rows contiguous: ld == cols); the
+// output is batch x (K*OH*OW). The layer fuses bias + ReLU (options::relu).
+// plan(batch, ...) SYNCHRONISES: it uploads the weights and runs a short tuning run (each
+// candidate (variant, block shape) of direct_conv_candidates timed on the real shape
+// with CUDA events, min of tune_reps launches after one warm-up) and keeps the fastest;
+// options::force skips tuning. forward(cuda_exec) never synchronises once planned; called
+// unplanned it uploads the weights first (a pageable-memory copy, which blocks the host).
+// Acc = float accumulates in float; Acc = __half (T = __half only) accumulates in half
+// (paired __hfma2 over two images).
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sdnn/conv/conv_weights.hpp"
+#include "sdnn/conv/direct_sparse_conv.cuh"
+#include "sdnn/conv/reference.hpp"
+#include "sdnn/core/cuda.cuh"
+#include "sdnn/core/memory.cuh"
+#include "sdnn/pipeline/layer.hpp"
+
+namespace sdnn::conv::detail {
+// Deterministic non-zero fill for tuning inputs (values in [-1, 1)).
+template <class T>
+__global__ void fill_hash_kernel(T* p, std::size_t n, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    p[i] = value_cast<T>(float(h & 0xffff) / 32768.0f - 1.0f);
+  }
+}
+template <class T>
+void fill_hash(T* p, std::size_t n, std::uint32_t seed, cuda_exec exec) {
+  if (n == 0) return;
+  fill_hash_kernel<<<1024, 256, 0, exec.stream>>>(p, n, seed);
+  SDNN_CUDA_CHECK_LAUNCH();
+}
+}  // namespace sdnn::conv::detail
+
+namespace sdnn::layers {
+
+template <class T, class Acc = accumulator_t<T>>
+class sparse_conv2d : public layer<T> {
+ public:
+  struct options {
+    bool relu = true;
+    std::optional<conv::direct_conv_config> force;  // skip tuning, use this shape
+    int tune_reps = 2;
+    std::int64_t tune_batch_cap = 64;  // tuning runs on min(batch, cap) images
+  };
+
+  sparse_conv2d(conv::sparse_conv_weights<T> w, std::vector<float> bias, options o)
+      : w_(std::move(w)), bias_(std::move(bias)), opt_(std::move(o)) {
+    conv::validate(w_);
+    SDNN_EXPECTS(bias_.empty() || bias_.size() == static_cast<std::size_t>(w_.shape.K), "sparse_conv2d: bias must have K = ",
+                 w_.shape.K, " entries (or none), got ", bias_.size());
+  }
+  sparse_conv2d(conv::sparse_conv_weights<T> w, std::vector<float> bias = {})
+      : sparse_conv2d(std::move(w), std::move(bias), options{}) {}
+
+  std::string name() const override { return "sparse_conv2d"; }
+  std::int64_t out_features(std::int64_t in_features) const override {
+    SDNN_EXPECTS(in_features == w_.shape.in_features(), name(), ": expects C*H*W = ", w_.shape.in_features(),
+                 " input features, got ", in_features);
+    return w_.shape.out_features();
+  }
+  conv::conv_shape const& shape() const { return w_.shape; }
+  conv::sparse_conv_weights<T> const& weights() const { return w_; }
+  conv::direct_conv_config const& config() const { return dev_->config; }
+  bool planned() const { return dev_.has_value(); }
+  // (candidate, seconds) of the last tuning run.
+  std::vector<std::pair<conv::direct_conv_config, double>> const& tuning_log() const { return log_; }
+
+  // Synchronises (weight upload + tuning run); see the file comment.
+  void plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) override {
+    out_features(in_features);
+    upload_bias(exec);
+    log_.clear();
+    if (opt_.force) {
+      dev_ = conv::make_device_tiled_weights(w_, *opt_.force, exec);
+      SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+      return;
+    }
+    std::int64_t const nb = std::max<std::int64_t>(1, std::min(batch, opt_.tune_batch_cap));
+    device_buffer<T> in(static_cast<std::size_t>(nb * w_.shape.in_features()), exec);
+    device_buffer<T> out(static_cast<std::size_t>(nb * w_.shape.out_features()), exec);
+    conv::detail::fill_hash(in.data(), in.size(), 12345u, exec);
+    int dev = 0, optin = 0;
+    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
+    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    cudaEvent_t a, b;
+    SDNN_CUDA_CHECK(cudaEventCreate(&a));
+    SDNN_CUDA_CHECK(cudaEventCreate(&b));
+    double best = std::numeric_limits<double>::infinity();
+    for (auto const& c : conv::direct_conv_candidates(w_.shape, sizeof(T))) {
+      auto d = conv::make_device_tiled_weights(w_, c, exec);
+      if (d.smem_bytes > std::size_t(optin)) continue;
+      conv::direct_sparse_conv<Acc>(d, w_.shape, nb, in.data(), bias_ptr(), opt_.relu, out.data(), exec);
+      double t = std::numeric_limits<double>::infinity();
+      for (int r = 0; r < std::max(1, opt_.tune_reps); ++r) {
+        SDNN_CUDA_CHECK(cudaEventRecord(a, exec.stream));
+        conv::direct_sparse_conv<Acc>(d, w_.shape, nb, in.data(), bias_ptr(), opt_.relu, out.data(), exec);
+        SDNN_CUDA_CHECK(cudaEventRecord(b, exec.stream));
+        SDNN_CUDA_CHECK(cudaEventSynchronize(b));
+        float ms = 0;
+        SDNN_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+        t = std::min(t, ms * 1e-3);
+      }
+      log_.push_back({c, t});
+      if (t < best) {
+        best = t;
+        dev_ = std::move(d);
+      }
+    }
+    SDNN_CUDA_CHECK(cudaEventDestroy(a));
+    SDNN_CUDA_CHECK(cudaEventDestroy(b));
+    SDNN_EXPECTS(dev_.has_value(), name(), ": no candidate block shape fits in shared memory");
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+  }
+
+  void forward(host_exec, dense_view<T const> in, dense_view<T> out) override {
+    check_views(in, out);
+    auto const y = conv::conv_reference(w_, in.rows, in.data, bias_.empty() ? nullptr : bias_.data(), opt_.relu);
+    for (std::int64_t i = 0; i < out.rows; ++i)
+      for (std::int64_t j = 0; j < out.cols; ++j)
+        out(i, j) = value_cast<T>(static_cast<float>(y[static_cast<std::size_t>(i * out.cols + j)]));
+  }
+
+  void forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) override {
+    check_views(in, out);
+    if (!dev_) {
+      upload_bias(exec);
+      conv::direct_conv_config c = opt_.force ? *opt_.force : conv::direct_conv_candidates(w_.shape, sizeof(T)).front();
+      dev_ = conv::make_device_tiled_weights(w_, c, exec);
+    }
+    conv::direct_sparse_conv<Acc>(*dev_, w_.shape, in.rows, in.data, bias_ptr(), opt_.relu, out.data, exec);
+  }
+
+ private:
+  void check_views(dense_view<T const> in, dense_view<T> out) const {
+    SDNN_EXPECTS(in.cols == w_.shape.in_features() && in.ld == in.cols, name(), ": input must be batch x C*H*W = ",
+                 w_.shape.in_features(), " with ld == cols, got cols ", in.cols, " ld ", in.ld);
+    SDNN_EXPECTS(out.rows == in.rows && out.cols == w_.shape.out_features() && out.ld == out.cols, name(),
+                 ": output must be ", in.rows, " x ", w_.shape.out_features(), " with ld == cols, got ", out.rows, " x ",
+                 out.cols, " ld ", out.ld);
+  }
+  void upload_bias(cuda_exec exec) {
+    if (bias_.empty() || bias_dev_.size() == bias_.size()) return;
+    host_buffer<float> hb(bias_.begin(), bias_.end());
+    bias_dev_ = copy_to<device_space>(hb, exec);
+  }
+  float const* bias_ptr() const { return bias_.empty() ? nullptr : bias_dev_.data(); }
+
+  conv::sparse_conv_weights<T> w_;
+  std::vector<float> bias_;
+  options opt_;
+  device_buffer<float> bias_dev_;
+  std::optional<conv::device_tiled_weights<T>> dev_;
+  std::vector<std::pair<conv::direct_conv_config, double>> log_;
+};
+
+// 1-D: weights built on conv_shape::conv1d (H = 1, kernel along W); same kernel, with a
+// thread's pixels along the sequence.
+template <class T, class Acc = accumulator_t<T>>
+class sparse_conv1d : public sparse_conv2d<T, Acc> {
+ public:
+  using base = sparse_conv2d<T, Acc>;
+  using options = typename base::options;
+  sparse_conv1d(conv::sparse_conv_weights<T> w, std::vector<float> bias, options o)
+      : base(check_1d(std::move(w)), std::move(bias), std::move(o)) {}
+  sparse_conv1d(conv::sparse_conv_weights<T> w, std::vector<float> bias = {})
+      : sparse_conv1d(std::move(w), std::move(bias), options{}) {}
+  std::string name() const override { return "sparse_conv1d"; }
+
+ private:
+  static conv::sparse_conv_weights<T> check_1d(conv::sparse_conv_weights<T> w) {
+    SDNN_EXPECTS(w.shape.H == 1 && w.shape.R == 1 && w.shape.pad_h == 0,
+                 "sparse_conv1d: weights must be built on conv_shape::conv1d (H = 1, R = 1, pad_h = 0), got H=",
+                 w.shape.H, " R=", w.shape.R, " pad_h=", w.shape.pad_h);
+    return w;
+  }
+};
+
+}  // namespace sdnn::layers
