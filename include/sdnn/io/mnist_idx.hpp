@@ -1,0 +1,66 @@
+// sdnn/io/mnist_idx.hpp - MNIST's IDX files (host only), plain or gzip'd (needs zlib).
+//
+// Images: magic 0x00000803 (unsigned byte, 3 dimensions), then count, rows, cols as
+// big-endian uint32, then count * rows * cols bytes, image after image, each row-major
+// (pixel (r, c) of image n at pixels[(n * rows + r) * cols + c]), 0 = background,
+// 255 = full ink. Labels: magic 0x00000801, count, then count bytes (0..9).
+// A wrong magic, absurd dimensions or a file shorter than its header says throws
+// sdnn::error naming the file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sdnn/core/error.hpp"
+#include "sdnn/io/file_stream.hpp"
+
+namespace sdnn::io {
+
+struct idx_images {
+  std::int32_t count = 0, rows = 0, cols = 0;
+  std::vector<std::uint8_t> pixels;  // [count * rows * cols], image-major, each row-major
+};
+
+namespace detail {
+inline std::uint32_t read_be32(byte_reader& in, char const* what) {
+  unsigned char b[4];
+  in.read_exact(b, 4, what);
+  return (std::uint32_t(b[0]) << 24) | (std::uint32_t(b[1]) << 16) | (std::uint32_t(b[2]) << 8) | std::uint32_t(b[3]);
+}
+inline std::int32_t checked_dim(std::uint32_t v, std::string const& path, char const* what) {
+  SDNN_EXPECTS(v <= 0x7fffffffu, "io: '", path, "': IDX ", what, " = ", v, " is too large");
+  return static_cast<std::int32_t>(v);
+}
+}  // namespace detail
+
+inline idx_images read_idx_images(std::string const& path) {
+  byte_reader in(path);
+  std::uint32_t const magic = detail::read_be32(in, "IDX header");
+  SDNN_EXPECTS(magic == 0x00000803u, "io: '", path, "' is not an IDX image file: magic 0x", std::hex, magic,
+               ", expected 0x803 (unsigned byte, 3 dimensions)");
+  idx_images r;
+  r.count = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "image count");
+  r.rows = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "rows");
+  r.cols = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "cols");
+  std::size_t const n = std::size_t(r.count) * std::size_t(r.rows) * std::size_t(r.cols);
+  SDNN_EXPECTS(r.rows <= 65536 && r.cols <= 65536 && n <= (std::size_t(1) << 36), "io: '", path,
+               "': IDX dimensions ", r.count, " x ", r.rows, " x ", r.cols, " are implausible");
+  r.pixels.resize(n);
+  in.read_exact(r.pixels.data(), n, "IDX pixel data");
+  return r;
+}
+
+inline std::vector<std::uint8_t> read_idx_labels(std::string const& path) {
+  byte_reader in(path);
+  std::uint32_t const magic = detail::read_be32(in, "IDX header");
+  SDNN_EXPECTS(magic == 0x00000801u, "io: '", path, "' is not an IDX label file: magic 0x", std::hex, magic,
+               ", expected 0x801 (unsigned byte, 1 dimension)");
+  std::int32_t const count = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "label count");
+  std::vector<std::uint8_t> labels(static_cast<std::size_t>(count));
+  in.read_exact(labels.data(), labels.size(), "IDX labels");
+  return labels;
+}
+
+}  // namespace sdnn::io

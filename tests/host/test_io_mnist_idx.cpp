@@ -1,0 +1,110 @@
+// MNIST IDX reader: the shipped 10k digits, synthetic files, bad magic and truncation.
+#include "sdnn_catch.hpp"
+
+#include <sdnn/io/file_stream.hpp>
+#include <sdnn/io/mnist_idx.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace sdnn;
+namespace fs = std::filesystem;
+
+namespace {
+template <class F>
+std::string error_text(F&& f) {
+  try {
+    f();
+  } catch (sdnn::error const& e) {
+    return e.what();
+  }
+  return "no throw";
+}
+bool has(std::string const& s, std::string const& part) { return s.find(part) != std::string::npos; }
+
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    path = fs::temp_directory_path() /
+           ("sdnn_io_idx_" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(path);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string write(char const* name, std::string const& bytes) const {
+    std::ofstream((path / name).string(), std::ios::binary) << bytes;
+    return (path / name).string();
+  }
+};
+
+std::string be32(std::uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
+}
+}  // namespace
+
+TEST_CASE("read_idx_images / read_idx_labels on a synthetic file", "[io]") {
+  temp_dir dir;
+  std::string px;
+  for (int i = 0; i < 2 * 3 * 4; ++i) px.push_back(static_cast<char>(i * 10));
+  auto const p = dir.write("img.idx", be32(0x803) + be32(2) + be32(3) + be32(4) + px);
+  auto const im = io::read_idx_images(p);
+  REQUIRE(im.count == 2);
+  REQUIRE(im.rows == 3);
+  REQUIRE(im.cols == 4);
+  REQUIRE(im.pixels.size() == 24);
+  REQUIRE(im.pixels[23] == 230);
+  auto const l = dir.write("lab.idx", be32(0x801) + be32(3) + std::string("\x07\x00\x09", 3));
+  REQUIRE(io::read_idx_labels(l) == std::vector<std::uint8_t>{7, 0, 9});
+}
+
+TEST_CASE("IDX readers reject a wrong magic, a truncated file, a missing file", "[io]") {
+  temp_dir dir;
+  auto const labels_as_images = dir.write("a.idx", be32(0x801) + be32(1) + "x");
+  CHECK(has(error_text([&] { io::read_idx_images(labels_as_images); }), "is not an IDX image file: magic 0x801"));
+  auto const images_as_labels = dir.write("b.idx", be32(0x803) + be32(1) + be32(1) + be32(1) + "x");
+  CHECK(has(error_text([&] { io::read_idx_labels(images_as_labels); }), "is not an IDX label file: magic 0x803"));
+  auto const short_px = dir.write("c.idx", be32(0x803) + be32(2) + be32(28) + be32(28) + std::string(100, '\0'));
+  CHECK(has(error_text([&] { io::read_idx_images(short_px); }),
+            "c.idx' is truncated: expected 1568 bytes of IDX pixel data, got 100"));
+  auto const short_hdr = dir.write("d.idx", be32(0x803) + "\x00\x00");
+  CHECK(has(error_text([&] { io::read_idx_images(short_hdr); }), "is truncated: expected 4 bytes of IDX header"));
+  auto const short_lab = dir.write("e.idx", be32(0x801) + be32(10) + "abc");
+  CHECK(has(error_text([&] { io::read_idx_labels(short_lab); }), "expected 10 bytes of IDX labels, got 3"));
+  auto const empty = dir.write("f.idx", "");
+  CHECK(has(error_text([&] { io::read_idx_labels(empty); }), "truncated"));
+  CHECK(has(error_text([&] { io::read_idx_images((dir.path / "nope.idx").string()); }), "cannot open"));
+}
+
+TEST_CASE("the shipped MNIST digits: 10000 x 28 x 28 with labels", "[io]") {
+  std::string const dir = sdnn_test::data_dir();
+  if (!io::has_zlib()) {
+    CHECK(has(error_text([&] { io::read_idx_images(dir + "/mnist-10k-images-idx3-ubyte.gz"); }), "without zlib"));
+    return;
+  }
+  auto const im = io::read_idx_images(dir + "/mnist-10k-images-idx3-ubyte.gz");
+  REQUIRE(im.count == 10000);
+  REQUIRE(im.rows == 28);
+  REQUIRE(im.cols == 28);
+  auto const lab = io::read_idx_labels(dir + "/mnist-10k-labels-idx1-ubyte.gz");
+  REQUIRE(lab.size() == 10000);
+  std::vector<int> per_digit(10, 0);
+  for (auto d : lab) {
+    REQUIRE(d <= 9);
+    ++per_digit[d];
+  }
+  for (int n : per_digit) CHECK(n > 500);
+  // Real digits: mostly background, some full ink.
+  std::size_t ink = 0, full = 0;
+  for (auto v : im.pixels) {
+    ink += v > 0;
+    full += v == 255;
+  }
+  CHECK(ink > im.pixels.size() / 10);
+  CHECK(ink < im.pixels.size() / 3);
+  CHECK(full > 0);
+}
