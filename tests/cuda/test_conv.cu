@@ -1,0 +1,290 @@
+// Direct sparse convolution on the device against the host reference (and cuDNN).
+// Small-integer data: float results are exact (==). __half results are exact too while
+// every partial sum stays an integer of magnitude <= 2048 (the shapes below keep
+// |sum| <= 4*3*C*R*S*... well under that); real-valued __half runs use the stated
+// tolerances: |y - ref| <= tol * (sum |w||x| + |bias|), tol = 1e-3 (float accumulation),
+// 2e-2 (half accumulation). Outputs are poisoned (all bits set = NaN) before each run.
+#include "sdnn_gpu_test.cuh"
+
+#include <sdnn/conv/conv_weights.hpp>
+#include <sdnn/conv/direct_sparse_conv.cuh>
+#include <sdnn/conv/pruning.hpp>
+#include <sdnn/conv/reference.hpp>
+#include <sdnn/conv/sparse_conv_layer.cuh>
+#if defined(SDNN_HAS_CUDNN)
+#include <sdnn/conv/cudnn_conv.cuh>
+#endif
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+using namespace sdnn;
+using namespace sdnn::conv;
+
+namespace {
+std::vector<float> small_ints(std::size_t n, int lo, int hi, std::uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = float(d(g));
+  return v;
+}
+std::vector<float> reals(std::size_t n, std::uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+template <class T>
+std::vector<T> to_t(std::vector<float> const& v) {
+  std::vector<T> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = value_cast<T>(v[i]);
+  return r;
+}
+template <class T>
+std::vector<float> to_f(std::vector<T> const& v) {
+  std::vector<float> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = value_cast<float>(v[i]);
+  return r;
+}
+template <class T>
+device_buffer<T> upload(std::vector<T> const& h, cuda_exec ex) {
+  device_buffer<T> d(h.size(), ex);
+  if (!h.empty()) SDNN_CUDA_CHECK(cudaMemcpyAsync(d.data(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, ex.stream));
+  return d;
+}
+
+// Runs the kernel for one forced config; returns the output as floats.
+template <class T, class Acc>
+std::vector<float> run_direct(sparse_conv_weights<T> const& w, int N, std::vector<T> const& in,
+                              std::vector<float> const& bias, bool relu, direct_conv_config const& c) {
+  cuda_exec ex;
+  auto const dw = make_device_tiled_weights(w, c, ex);
+  auto const din = upload(in, ex);
+  auto const db = upload(bias, ex);
+  device_buffer<T> dout(static_cast<std::size_t>(N) * w.shape.out_features(), ex);
+  if (dout.size()) SDNN_CUDA_CHECK(cudaMemsetAsync(dout.data(), 0xFF, dout.size() * sizeof(T), ex.stream));
+  direct_sparse_conv<Acc>(dw, w.shape, N, din.data(), bias.empty() ? nullptr : db.data(), relu, dout.data(), ex);
+  return to_f(sdnn_test::to_vector(dout));
+}
+
+struct conv_case {
+  conv_shape s;
+  int N;
+  double sparsity;
+};
+std::vector<conv_case> edge_cases() {
+  return {
+      {conv_shape::conv2d(3, 17, 19, 9, 3, 3, 1, 1), 5, 0.9},         // odd sizes, K not a multiple of 8
+      {conv_shape::conv2d(8, 33, 35, 16, 3, 3, 2, 1), 3, 0.8},        // stride 2
+      {conv_shape::conv2d(5, 21, 18, 4, 3, 3, 1, 2, 2), 7, 0.5},      // dilation 2
+      {conv_shape::conv2d(1, 40, 37, 5, 5, 5, 1, 2), 2, 0.6},         // C = 1, 5x5
+      {conv_shape::conv2d(7, 9, 11, 1, 3, 3, 1, 1), 9, 0.7},          // K = 1, batch 9
+      {conv_shape::conv2d(24, 14, 14, 12, 1, 1), 6, 0.875},           // 1x1
+      {conv_shape::conv2d(16, 15, 13, 10, 1, 1, 2, 0), 3, 0.5},       // 1x1 stride 2
+      {conv_shape::conv2d(4, 8, 8, 6, 3, 3, 1, 1), 4, 0.0},           // dense
+      {conv_shape::conv2d(4, 8, 8, 6, 3, 3, 1, 1), 4, 1.0},           // every channel 100 % sparse
+      {conv_shape::conv1d(12, 77, 10, 2), 5, 0.8},                    // 1-D kernel 2
+      {conv_shape::conv1d(9, 300, 17, 3, 1, 1), 3, 0.9},              // 1-D kernel 3, padding
+      {conv_shape::conv1d(6, 50, 4, 3, 2, 0, 2), 11, 0.5},            // 1-D stride 2, dilation 2
+  };
+}
+
+// Every candidate config of every variant, plus odd shapes (partial warps, small chunks).
+std::vector<direct_conv_config> all_configs(conv_shape const& s, std::size_t elem) {
+  auto v = direct_conv_candidates(s, elem);
+  for (int var = 0; var < 3; ++var) {
+    direct_conv_config c;
+    c.variant = var;
+    c.rows_mode = s.OH() > 1 ? 1 : 0;
+    c.tw = c.rows_mode ? 5 : 40;
+    c.th = c.rows_mode ? 3 : 1;
+    c.cc = 2;
+    v.push_back(c);
+  }
+  return v;
+}
+}  // namespace
+
+TEST_CASE("direct_sparse_conv float == host reference on edge-case shapes, every variant and block shape",
+          "[cuda][conv]") {
+  SDNN_REQUIRE_DEVICE();
+  std::uint32_t seed = 7;
+  for (auto const& cs : edge_cases()) {
+    auto const in = small_ints(static_cast<std::size_t>(cs.N * cs.s.in_features()), -3, 3, seed++);
+    auto const wd = small_ints(static_cast<std::size_t>(cs.s.weight_count()), -4, 4, seed++);
+    std::vector<float> bias(static_cast<std::size_t>(cs.s.K));
+    for (int k = 0; k < cs.s.K; ++k) bias[static_cast<std::size_t>(k)] = float(k % 5) - 2.0f;
+    auto const p = prune_uniform(wd.data(), cs.s.K, cs.s.filter_size(), cs.sparsity);
+    auto const w = make_conv_weights<float>(cs.s, p);
+    for (bool relu : {false, true}) {
+      auto const ref = conv_reference(cs.s, cs.N, in.data(), p.pruned.data(), bias.data(), relu);
+      for (auto const& c : all_configs(cs.s, sizeof(float))) {
+        auto const y = run_direct<float, float>(w, cs.N, in, bias, relu, c);
+        REQUIRE(y.size() == ref.size());
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < y.size(); ++i) bad += double(y[i]) != ref[i];
+        INFO("C=" << cs.s.C << " H=" << cs.s.H << " W=" << cs.s.W << " K=" << cs.s.K << " R=" << cs.s.R << " S="
+                  << cs.s.S << " variant " << c.variant << " tw " << c.tw << " th " << c.th << " cc " << c.cc);
+        REQUIRE(bad == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("direct_sparse_conv __half (half and float accumulation) == host reference on small integers",
+          "[cuda][conv][half]") {
+  SDNN_REQUIRE_DEVICE();
+  std::uint32_t seed = 99;
+  for (auto const& cs : edge_cases()) {
+    auto const in = small_ints(static_cast<std::size_t>(cs.N * cs.s.in_features()), -2, 2, seed++);
+    auto const wd = small_ints(static_cast<std::size_t>(cs.s.weight_count()), -2, 2, seed++);
+    std::vector<float> bias(static_cast<std::size_t>(cs.s.K), 1.0f);
+    auto const p = prune_uniform(wd.data(), cs.s.K, cs.s.filter_size(), cs.sparsity);
+    auto const w = make_conv_weights<__half>(cs.s, p);
+    auto const ref = conv_reference(cs.s, cs.N, in.data(), p.pruned.data(), bias.data(), true);
+    auto const hin = to_t<__half>(in);
+    for (auto const& c : direct_conv_candidates(cs.s, sizeof(__half))) {
+      auto const y1 = run_direct<__half, float>(w, cs.N, hin, bias, true, c);
+      auto const y2 = run_direct<__half, __half>(w, cs.N, hin, bias, true, c);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < ref.size(); ++i) bad += (double(y1[i]) != ref[i]) + (double(y2[i]) != ref[i]);
+      INFO("C=" << cs.s.C << " K=" << cs.s.K << " variant " << c.variant);
+      REQUIRE(bad == 0);
+    }
+  }
+}
+
+TEST_CASE("direct_sparse_conv on real-valued data within the stated tolerance", "[cuda][conv][half]") {
+  SDNN_REQUIRE_DEVICE();
+  auto const s = conv_shape::conv2d(64, 20, 23, 24, 3, 3, 1, 1);
+  int const N = 6;
+  auto const in = reals(static_cast<std::size_t>(N * s.in_features()), 1);
+  auto const wd = reals(static_cast<std::size_t>(s.weight_count()), 2);
+  auto const p = prune_uniform(wd.data(), s.K, s.filter_size(), 0.9);
+  std::vector<float> bias(static_cast<std::size_t>(s.K), 0.25f);
+  // reference on the half-rounded inputs and weights, and the |w||x| scale per output
+  auto const hin = to_t<__half>(in);
+  auto const in_r = to_f(hin);
+  auto const pr = to_f(to_t<__half>(p.pruned));
+  auto const ref = conv_reference(s, N, in_r.data(), pr.data(), bias.data(), false);
+  std::vector<float> ain(in_r.size()), apr(pr.size());
+  for (std::size_t i = 0; i < ain.size(); ++i) ain[i] = std::fabs(in_r[i]);
+  for (std::size_t i = 0; i < apr.size(); ++i) apr[i] = std::fabs(pr[i]);
+  auto const scale = conv_reference(s, N, ain.data(), apr.data());
+  auto const wf = make_conv_weights<float>(s, p);
+  auto const wh = make_conv_weights<__half>(s, p);
+  for (auto const& c : direct_conv_candidates(s, 2)) {
+    auto const yf = run_direct<float, float>(wf, N, in_r, bias, false, c);
+    auto const y1 = run_direct<__half, float>(wh, N, hin, bias, false, c);
+    auto const y2 = run_direct<__half, __half>(wh, N, hin, bias, false, c);
+    double e0 = 0, e1 = 0, e2 = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      double const sc = scale[i] + 0.25;
+      e0 = std::max(e0, std::fabs(yf[i] - ref[i]) / sc);
+      e1 = std::max(e1, std::fabs(y1[i] - ref[i]) / sc);
+      e2 = std::max(e2, std::fabs(y2[i] - ref[i]) / sc);
+    }
+    INFO("variant " << c.variant << " errors " << e0 << " " << e1 << " " << e2);
+    REQUIRE(e0 <= 1e-5);
+    REQUIRE(e1 <= 1e-3);
+    REQUIRE(e2 <= 2e-2);
+  }
+}
+
+TEST_CASE("sparse_conv2d / sparse_conv1d layers: tuned plan, device pipeline == host forward", "[cuda][conv][layer]") {
+  SDNN_REQUIRE_DEVICE();
+  cuda_exec ex;
+  int const N = 5;
+  // conv2d (3 -> 8, 13x11, stride 1 pad 1) then conv2d (8 -> 6, stride 2) composed on the device
+  auto const s1 = conv_shape::conv2d(3, 13, 11, 8, 3, 3, 1, 1);
+  auto const s2 = conv_shape::conv2d(8, s1.OH(), s1.OW(), 6, 3, 3, 2, 1);
+  auto const w1 = small_ints(static_cast<std::size_t>(s1.weight_count()), -2, 2, 5);
+  auto const w2 = small_ints(static_cast<std::size_t>(s2.weight_count()), -2, 2, 6);
+  auto const p1 = prune_uniform(w1.data(), s1.K, s1.filter_size(), 0.8);
+  auto const p2 = prune_uniform(w2.data(), s2.K, s2.filter_size(), 0.9);
+  std::vector<float> b1(8, -1.0f), b2(6, 2.0f);
+  layers::sparse_conv2d<float> l1(make_conv_weights<float>(s1, p1), b1);
+  layers::sparse_conv2d<float> l2(make_conv_weights<float>(s2, p2), b2);
+  std::vector<layer<float>*> net{&l1, &l2};
+  auto const in = small_ints(static_cast<std::size_t>(N * s1.in_features()), 0, 3, 8);
+  // host
+  std::vector<float> h = in;
+  std::int64_t f = s1.in_features();
+  for (auto* l : net) {
+    std::vector<float> o(static_cast<std::size_t>(N * l->out_features(f)));
+    l->forward(host_exec{}, dense_view<float const>{N, f, f, h.data()},
+               dense_view<float>{N, l->out_features(f), l->out_features(f), o.data()});
+    f = l->out_features(f);
+    h = std::move(o);
+  }
+  // device
+  f = s1.in_features();
+  auto cur = upload(in, ex);
+  for (auto* l : net) {
+    l->plan(N, f, ex);
+    std::int64_t const of = l->out_features(f);
+    device_buffer<float> o(static_cast<std::size_t>(N * of), ex);
+    l->forward(ex, dense_view<float const>{N, f, f, cur.data()}, dense_view<float>{N, of, of, o.data()});
+    cur = std::move(o);
+    f = of;
+  }
+  REQUIRE(!l1.tuning_log().empty());
+  auto const d = sdnn_test::to_vector(cur);
+  REQUIRE(d == h);
+  // 1-D layer, half with half accumulation
+  auto const s3 = conv_shape::conv1d(10, 90, 7, 3);
+  auto const w3 = small_ints(static_cast<std::size_t>(s3.weight_count()), -2, 2, 9);
+  auto const p3 = prune_uniform(w3.data(), s3.K, s3.filter_size(), 0.8);
+  layers::sparse_conv1d<__half, __half> l3(make_conv_weights<__half>(s3, p3));
+  REQUIRE(l3.name() == "sparse_conv1d");
+  auto const in3 = small_ints(static_cast<std::size_t>(N * s3.in_features()), -2, 2, 10);
+  auto const ref3 = conv_reference(s3, N, in3.data(), p3.pruned.data(), nullptr, true);
+  l3.plan(N, s3.in_features(), ex);
+  auto const din3 = upload(to_t<__half>(in3), ex);
+  device_buffer<__half> dout3(static_cast<std::size_t>(N * s3.out_features()), ex);
+  l3.forward(ex, dense_view<__half const>{N, s3.in_features(), s3.in_features(), din3.data()},
+             dense_view<__half>{N, s3.out_features(), s3.out_features(), dout3.data()});
+  auto const y3 = to_f(sdnn_test::to_vector(dout3));
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < ref3.size(); ++i) bad += double(y3[i]) != ref3[i];
+  REQUIRE(bad == 0);
+  REQUIRE_THROWS_AS(layers::sparse_conv1d<float>(make_conv_weights<float>(s1, p1)), sdnn::error);
+}
+
+#if defined(SDNN_HAS_CUDNN)
+TEST_CASE("sparse_conv2d matches cudnn_conv2d on the same pruned weights", "[cuda][conv][cudnn]") {
+  SDNN_REQUIRE_DEVICE();
+  cuda_exec ex;
+  std::uint32_t seed = 500;
+  for (auto const& cs : edge_cases()) {
+    int const N = cs.N;
+    auto const in = small_ints(static_cast<std::size_t>(N * cs.s.in_features()), -3, 3, seed++);
+    auto const wd = small_ints(static_cast<std::size_t>(cs.s.weight_count()), -3, 3, seed++);
+    auto const p = prune_uniform(wd.data(), cs.s.K, cs.s.filter_size(), cs.sparsity);
+    std::vector<float> bias(static_cast<std::size_t>(cs.s.K), 0.5f);
+    layers::sparse_conv2d<float> sp(make_conv_weights<float>(cs.s, p), bias);
+    layers::cudnn_conv2d<float> dn(cs.s, p.pruned, bias, true);
+    std::int64_t const fi = cs.s.in_features(), fo = cs.s.out_features();
+    sp.plan(N, fi, ex);
+    dn.plan(N, fi, ex);
+    auto const din = upload(in, ex);
+    device_buffer<float> y1(static_cast<std::size_t>(N * fo), ex), y2(static_cast<std::size_t>(N * fo), ex);
+    sp.forward(ex, dense_view<float const>{N, fi, fi, din.data()}, dense_view<float>{N, fo, fo, y1.data()});
+    dn.forward(ex, dense_view<float const>{N, fi, fi, din.data()}, dense_view<float>{N, fo, fo, y2.data()});
+    auto const a = sdnn_test::to_vector(y1), b = sdnn_test::to_vector(y2);
+    auto const ref = conv_reference(cs.s, N, in.data(), p.pruned.data(), bias.data(), true);
+    double worst = 0, refmax = 1;
+    for (std::size_t i = 0; i < ref.size(); ++i) refmax = std::max(refmax, std::fabs(ref[i]));
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      REQUIRE(double(a[i]) == ref[i]);
+      worst = std::max(worst, std::fabs(double(b[i]) - ref[i]) / refmax);
+    }
+    INFO("cuDNN algo " << int(dn.algorithm()) << " max rel error " << worst);
+    REQUIRE(worst <= 1e-5);  // cuDNN may use Winograd/FFT: not exact, but close
+  }
+}
+#endif
