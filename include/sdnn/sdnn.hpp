@@ -12,9 +12,17 @@
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/formats/csr.hpp"
+#include "sdnn/formats/coo.hpp"
+#include "sdnn/formats/ell.hpp"
+#include "sdnn/formats/tiled_dense.hpp"
+#include "sdnn/formats/convert.hpp"
+#include "sdnn/formats/stats.hpp"
 #include "sdnn/pipeline/layer.hpp"
 
 #if defined(__CUDACC__)
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/formats/copy.cuh"
+#include "sdnn/formats/convert.cuh"
+#include "sdnn/formats/stats.cuh"
 #endif

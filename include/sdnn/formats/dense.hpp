@@ -21,7 +21,10 @@ struct dense_view {
 
   SDNN_HOST_DEVICE T& operator()(std::int64_t i, std::int64_t j) const { return data[i * ld + j]; }
   SDNN_HOST_DEVICE T* row(std::int64_t i) const { return data + i * ld; }
-  operator dense_view<T const>() const { return {rows, cols, ld, data}; }
+  // Mutable -> read-only view (only declared for non-const T, so no self-conversion:
+  // nvcc warns #554 about a conversion operator to the class's own type).
+  template <class U = T, class = std::enable_if_t<!std::is_const_v<U>>>
+  operator dense_view<U const>() const { return {rows, cols, ld, data}; }
 };
 
 namespace detail {

@@ -50,7 +50,9 @@ struct tiled_dense_view {
     return ((i / tile_rows) * grid_cols + j / tile_cols) * tile_size() + (i % tile_rows) * tile_cols + j % tile_cols;
   }
   SDNN_HOST_DEVICE T& operator()(std::int64_t i, std::int64_t j) const { return data[offset(i, j)]; }
-  operator tiled_dense_view<T const>() const {
+  // Mutable -> read-only view (only declared for non-const T, so no self-conversion).
+  template <class U = T, class = std::enable_if_t<!std::is_const_v<U>>>
+  operator tiled_dense_view<U const>() const {
     return {rows, cols, tile_rows, tile_cols, grid_rows, grid_cols, occupied_tiles, data, occupied, tile_row_ptr,
             tile_col};
   }
