@@ -1,0 +1,113 @@
+// sdnn/ops/gemm.cuh - cuda_exec implementations of ops::gemm (see ops/gemm.hpp).
+//
+//   tiled_gemm<...>                       kernels::gemm_tiled, no synchronisation
+//   cublas_gemm                           vendor::cublas_gemm (+ unfused epilogue pass)
+//   skip_empty_rows_mask<tiled_gemm>      per-row counts of A (cub segmented reduce), then
+//                                         the tiled kernel skipping empty rows/tiles
+//   skip_empty_rows_compact<tiled_gemm>   counts + cub::DevicePartition live/empty rows,
+//                                         the tiled kernel over live rows, epi(0) fill
+//   automatic                             counts + partition, reads the live count back
+//                                         (SYNCHRONISES exec.stream once), then
+//                                         policy::choose_gemm picks plain or compacted.
+// The empty-row forms compute A's statistics on every call (A is an activation matrix
+// that changes per call); pass a prepared kernels::row_skip_plan to reuse them.
+#pragma once
+
+#include <cstdint>
+
+#include "sdnn/core/cuda.cuh"
+#include "sdnn/kernels/gemm_tiled.cuh"
+#include "sdnn/kernels/row_skip.cuh"
+#include "sdnn/ops/gemm.hpp"
+#include "sdnn/vendor/cublas.cuh"
+
+namespace sdnn::ops {
+
+namespace detail {
+template <class P>
+inline constexpr bool is_tiled_gemm_v = false;
+template <int M, int N, int K>
+inline constexpr bool is_tiled_gemm_v<policy::tiled_gemm<M, N, K>> = true;
+}  // namespace detail
+
+template <int M, int N, int K>
+struct gemm_impl<cuda_exec, policy::tiled_gemm<M, N, K>> {
+  template <class T, class Acc>
+  static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    kernels::gemm_tiled<policy::tiled_gemm<M, N, K>, T, std::int32_t, Acc>(a, b, c, epi, nullptr, nullptr, a.rows,
+                                                                            nullptr, e.stream);
+  }
+};
+
+template <>
+struct gemm_impl<cuda_exec, policy::cublas_gemm> {
+  template <class T, class Acc>
+  static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    vendor::cublas_gemm(vendor::default_cublas_handle().get(), a, b, c, epi, e.stream);
+  }
+};
+
+template <class Inner>
+struct gemm_impl<cuda_exec, policy::skip_empty_rows_mask<Inner>> {
+  static_assert(detail::is_tiled_gemm_v<Inner>, "skip_empty_rows_mask: the dense inner policy must be tiled_gemm");
+  template <class T, class Acc>
+  static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi, kernels::row_skip_plan<std::int32_t> const& skip) {
+    SDNN_EXPECTS(skip.rows() == a.rows, "gemm: the row_skip_plan covers ", skip.rows(), " rows, A has ", a.rows);
+    kernels::gemm_tiled<Inner, T, std::int32_t, Acc>(a, b, c, epi, nullptr, nullptr, a.rows, skip.counts(), e.stream);
+  }
+  template <class T, class Acc>
+  static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    kernels::row_skip_plan<std::int32_t> skip(a, e);
+    run(e, a, b, c, epi, skip);
+  }
+};
+
+template <class Inner>
+struct gemm_impl<cuda_exec, policy::skip_empty_rows_compact<Inner>> {
+  static_assert(detail::is_tiled_gemm_v<Inner>, "skip_empty_rows_compact: the dense inner policy must be tiled_gemm");
+  template <class T, class Acc>
+  static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi, kernels::row_skip_plan<std::int32_t> const& skip) {
+    SDNN_EXPECTS(skip.rows() == a.rows, "gemm: the row_skip_plan covers ", skip.rows(), " rows, A has ", a.rows);
+    kernels::gemm_tiled<Inner, T, std::int32_t, Acc>(a, b, c, epi, skip.row_list(), skip.num_live(), a.rows, nullptr,
+                                                     e.stream);
+    skip.fill_empty_rows(c, epi, e.stream);
+  }
+  template <class T, class Acc>
+  static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    kernels::row_skip_plan<std::int32_t> skip(a, e);
+    run(e, a, b, c, epi, skip);
+  }
+};
+
+template <>
+struct gemm_impl<cuda_exec, policy::automatic> {
+  using tiled = policy::tiled_gemm<128, 128, 8>;
+  using tiled_half = policy::tiled_gemm<128, 128, 16>;
+  template <class T, class Acc>
+  static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    using inner = std::conditional_t<sizeof(T) == 2, tiled_half, tiled>;
+    kernels::row_skip_plan<std::int32_t> skip(a, e);
+    double const live = a.rows ? static_cast<double>(skip.num_live_host(e)) / static_cast<double>(a.rows) : 1.0;
+    if (policy::choose_gemm(1.0 - live) == policy::gemm_choice::tiled_skip_empty_compact)
+      gemm_impl<cuda_exec, policy::skip_empty_rows_compact<inner>>::run(e, a, b, c, epi, skip);
+    else
+      gemm_impl<cuda_exec, inner>::run(e, a, b, c, epi);
+  }
+};
+
+// C = epi(A * B) with a prepared empty-row plan (skip_empty_rows_mask / _compact only).
+template <class Policy, class T, class Acc>
+void gemm(cuda_exec exec, Policy, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
+          basic_epilogue<Acc> const& epi, kernels::row_skip_plan<std::int32_t> const& skip) {
+  detail::check_gemm_args(a, b, c);
+  gemm_impl<cuda_exec, Policy>::run(exec, a, b, c, epi, skip);
+}
+
+}  // namespace sdnn::ops

@@ -1,0 +1,378 @@
+// sdnn/ops/spmm.cuh - cuda_exec implementations of ops::spmm / ops::spmm_dense_sparse
+// and the reusable plans behind them.
+//
+// A plan is built once for one sparse operand (inference weights are static) and one
+// (B, C) shape, then run() many times on any stream; plans never synchronise except
+// where noted:
+//   csr_spmm_plan<Policy, T, Index>:
+//     csr_row_split<U, W>                    nothing to prepare
+//     csr_nnz_balanced<U, W>                 row-range cut (thrust::lower_bound), device
+//     skip_empty_rows_mask<csr_row_split>    the CSR row_ptr is the mask: same kernel
+//     skip_empty_rows_compact<csr_row_split> live/empty partition (cub), device
+//     cusparse_spmm<Alg>                     descriptors + external buffer, reused
+//     automatic                              copies A's structure to the host
+//                                            (SYNCHRONISES exec.stream at plan time),
+//                                            computes matrix_stats, picks with
+//                                            policy::choose_spmm, builds that plan
+//   coo_spmm_plan:   coo_nnz_split<E, U> (float workspace), cusparse_spmm<Alg>
+//   ell_spmm_plan:   ell_row_split<U, W>
+//   tiled_spmm_plan: tiled_dense_spmm
+//   dense_sparse_plan: dense_csc (W transposed once on the device), cusparse_spmm<Alg>
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "sdnn/core/cuda.cuh"
+#include "sdnn/core/memory.cuh"
+#include "sdnn/formats/stats.hpp"
+#include "sdnn/formats/convert.hpp"
+#include "sdnn/kernels/row_skip.cuh"
+#include "sdnn/kernels/spmm_coo.cuh"
+#include "sdnn/kernels/spmm_csr.cuh"
+#include "sdnn/kernels/spmm_dense_csc.cuh"
+#include "sdnn/kernels/spmm_ell.cuh"
+#include "sdnn/kernels/spmm_tiled.cuh"
+#include "sdnn/ops/spmm.hpp"
+#include "sdnn/vendor/cusparse.cuh"
+#include "sdnn/vendor/cusparse_challenge.cuh"
+
+namespace sdnn::ops {
+
+// ---------------------------------------------------------------------------------------
+// CSR (sparse x dense)
+template <class Policy, class T, class Index>
+class csr_spmm_plan {
+  static_assert(::sdnn::detail::dependent_false<Policy, T>, "csr_spmm_plan: no CSR implementation for this policy");
+};
+
+template <int U, int W, class T, class Index>
+class csr_spmm_plan<policy::csr_row_split<U, W>, T, Index> {
+ public:
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const>, dense_view<T>, cuda_exec) : a_(a) {}
+  template <class Acc>
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(csr_row_split)");
+    kernels::spmm_csr_row_split<U, W>(a_, b, c, epi, static_cast<Index const*>(nullptr),
+                                      static_cast<Index const*>(nullptr), a_.rows, e.stream);
+  }
+
+ private:
+  csr_view<T, Index> a_;
+};
+
+// The CSR mask form: row_ptr already says which rows are empty, and the row-split kernel
+// reads nothing of B for them (one epilogue store per empty row).
+template <class Inner, class T, class Index>
+class csr_spmm_plan<policy::skip_empty_rows_mask<Inner>, T, Index> : public csr_spmm_plan<Inner, T, Index> {
+  using csr_spmm_plan<Inner, T, Index>::csr_spmm_plan;
+};
+
+template <int U, int W, class T, class Index>
+class csr_spmm_plan<policy::csr_nnz_balanced<U, W>, T, Index> {
+ public:
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const>, dense_view<T>, cuda_exec e) : a_(a) {
+    // About 16 row ranges per SM (4 blocks of W warps), each at least 32 nonzeros: enough
+    // warps to fill the GPU once the column slabs multiply them.
+    std::int64_t const target = static_cast<std::int64_t>(::sdnn::detail::sm_count()) * 16;
+    std::int64_t const by_nnz = (static_cast<std::int64_t>(a.nnz) + 31) / 32;
+    ranges_ = std::max<std::int64_t>(1, std::min<std::int64_t>(target, std::max<std::int64_t>(by_nnz, 1)));
+    bounds_ = buffer<Index, device_space>(static_cast<std::size_t>(ranges_ + 1), e);
+    if (a.rows > 0) kernels::csr_nnz_bounds(a, ranges_, bounds_.data(), e.stream);
+  }
+  template <class Acc>
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(csr_nnz_balanced)");
+    kernels::spmm_csr_nnz_balanced<U, W>(a_, b, c, epi, bounds_.data(), ranges_, e.stream);
+  }
+
+ private:
+  csr_view<T, Index> a_;
+  std::int64_t ranges_ = 0;
+  buffer<Index, device_space> bounds_;
+};
+
+template <int U, int W, class T, class Index>
+class csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<U, W>>, T, Index> {
+ public:
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const>, dense_view<T>, cuda_exec e) : a_(a), skip_(a, e) {}
+  template <class Acc>
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(skip_empty_rows_compact)");
+    kernels::spmm_csr_row_split<U, W>(a_, b, c, epi, skip_.row_list(), skip_.num_live(), a_.rows, e.stream);
+    skip_.fill_empty_rows(c, epi, e.stream);
+  }
+  kernels::row_skip_plan<Index> const& skip() const noexcept { return skip_; }
+
+ private:
+  csr_view<T, Index> a_;
+  kernels::row_skip_plan<Index> skip_;
+};
+
+template <policy::cusparse_alg Alg, class T, class Index>
+class csr_spmm_plan<policy::cusparse_spmm<Alg>, T, Index> {
+ public:
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec e) : p_(a, b, c, Alg, e) {}
+  template <class Acc>
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) {
+    p_.run(b, c, epi, e);
+  }
+
+ private:
+  vendor::cusparse_spmm_plan<T, Index> p_;
+};
+
+namespace detail {
+template <class T, class Index>
+struct csr_runner {
+  virtual ~csr_runner() = default;
+  virtual void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<accumulator_t<T>> const& epi,
+                   cuda_exec e) = 0;
+};
+template <class Policy, class T, class Index>
+struct csr_runner_of final : csr_runner<T, Index> {
+  csr_spmm_plan<Policy, T, Index> plan;
+  csr_runner_of(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec e) : plan(a, b, c, e) {}
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<accumulator_t<T>> const& epi,
+           cuda_exec e) override {
+    plan.run(b, c, epi, e);
+  }
+};
+template <class T>
+struct tiled_runner_base {
+  virtual ~tiled_runner_base() = default;
+};
+}  // namespace detail
+
+// policy::automatic: statistics of A (host copy of its structure; synchronises once at
+// plan time), policy::choose_spmm, then the chosen plan. choice() says what was taken.
+template <class T, class Index>
+class csr_spmm_plan<policy::automatic, T, Index> {
+ public:
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec e,
+                policy::automatic_thresholds const& t = {}) {
+    csr_matrix<T, Index> h(a.rows, a.cols, a.nnz);
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(h.row_ptr().data(), a.row_ptr, sizeof(Index) * (static_cast<std::size_t>(a.rows) + 1),
+                                    cudaMemcpyDeviceToHost, e.stream));
+    if (a.nnz > 0)
+      SDNN_CUDA_CHECK(cudaMemcpyAsync(h.col_idx().data(), a.col_idx, sizeof(Index) * static_cast<std::size_t>(a.nnz),
+                                      cudaMemcpyDeviceToHost, e.stream));
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));
+    stats_ = compute_stats(h, 32, 32, host_exec{});
+    choice_ = policy::choose_spmm(stats_, t);
+    if (choice_ == policy::spmm_choice::tiled_dense) {
+      // Tiles are built on the host from A (values copied too) and uploaded once.
+      if (a.nnz > 0)
+        SDNN_CUDA_CHECK(cudaMemcpyAsync(h.values().data(), a.values, sizeof(T) * static_cast<std::size_t>(a.nnz),
+                                        cudaMemcpyDeviceToHost, e.stream));
+      SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));
+      auto ht = to_tiled_dense(h, 32, 32);
+      tiled_ = tiled_dense_matrix<T, device_space>(ht.rows(), ht.cols(), 32, 32, e);
+      copy(tiled_.values(), ht.values(), e);
+      copy(tiled_.occupied(), ht.occupied(), e);
+      copy(tiled_.tile_row_ptr(), ht.tile_row_ptr(), e);
+      tiled_.tile_col() = copy_to<device_space>(ht.tile_col(), e);
+      return;
+    }
+    switch (choice_) {
+      case policy::spmm_choice::csr_nnz_balanced:
+        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_nnz_balanced<>, T, Index>>(a, b, c, e);
+        break;
+      case policy::spmm_choice::csr_skip_empty_compact:
+        impl_ = std::make_unique<
+            detail::csr_runner_of<policy::skip_empty_rows_compact<policy::csr_row_split<>>, T, Index>>(a, b, c, e);
+        break;
+      default:
+        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_row_split<>, T, Index>>(a, b, c, e);
+    }
+  }
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<accumulator_t<T>> const& epi, cuda_exec e) {
+    if (choice_ == policy::spmm_choice::tiled_dense) {
+      tiled_dense_view<T const> tv = tiled_.view();
+      detail::check_spmm_args(tv.rows, tv.cols, b, c, "spmm(automatic: tiled_dense)");
+      kernels::spmm_tiled_dense(tv, b, c, epi, e.stream);
+    } else {
+      impl_->run(b, c, epi, e);
+    }
+  }
+  policy::spmm_choice choice() const noexcept { return choice_; }
+  matrix_stats const& stats() const noexcept { return stats_; }
+
+ private:
+  matrix_stats stats_;
+  policy::spmm_choice choice_ = policy::spmm_choice::csr_row_split;
+  std::unique_ptr<detail::csr_runner<T, Index>> impl_;
+  tiled_dense_matrix<T, device_space> tiled_;
+};
+
+// ---------------------------------------------------------------------------------------
+// COO, ELL, tiled-dense
+template <class Policy, class T, class Index>
+class coo_spmm_plan {
+  static_assert(::sdnn::detail::dependent_false<Policy, T>, "coo_spmm_plan: no COO implementation for this policy");
+};
+
+template <int E, int U, class T, class Index>
+class coo_spmm_plan<policy::coo_nnz_split<E, U>, T, Index> {
+ public:
+  coo_spmm_plan(coo_view<T, Index> a, dense_view<T const> b, dense_view<T>, cuda_exec e)
+      : a_(a), w_(kernels::spmm_coo_workspace_elements(a, b.cols), e) {}
+  template <class Acc>
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(coo_nnz_split)");
+    SDNN_EXPECTS(w_.size() >= kernels::spmm_coo_workspace_elements(a_, b.cols),
+                 "spmm(coo_nnz_split): the plan's workspace was sized for fewer columns than B has");
+    kernels::spmm_coo_nnz_split<E, U>(a_, b, c, epi, w_.data(), e.stream);
+  }
+
+ private:
+  coo_view<T, Index> a_;
+  buffer<float, device_space> w_;
+};
+
+template <policy::cusparse_alg Alg, class T, class Index>
+class coo_spmm_plan<policy::cusparse_spmm<Alg>, T, Index> {
+ public:
+  coo_spmm_plan(coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec e) : p_(a, b, c, Alg, e) {}
+  template <class Acc>
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) {
+    p_.run(b, c, epi, e);
+  }
+
+ private:
+  vendor::cusparse_spmm_plan<T, Index> p_;
+};
+
+template <class Policy, class T, class Index>
+class ell_spmm_plan {
+  static_assert(::sdnn::detail::dependent_false<Policy, T>, "ell_spmm_plan: no ELL implementation for this policy");
+};
+template <int U, int W, class T, class Index>
+class ell_spmm_plan<policy::ell_row_split<U, W>, T, Index> {
+ public:
+  ell_spmm_plan(ell_view<T, Index> a, dense_view<T const>, dense_view<T>, cuda_exec) : a_(a) {}
+  template <class Acc>
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(ell_row_split)");
+    kernels::spmm_ell_row_split<U, W>(a_, b, c, epi, e.stream);
+  }
+
+ private:
+  ell_view<T, Index> a_;
+};
+
+template <class Policy, class T>
+class tiled_spmm_plan {
+  static_assert(::sdnn::detail::dependent_false<Policy, T>,
+                "tiled_spmm_plan: no tiled-dense implementation for this policy");
+};
+template <class T>
+class tiled_spmm_plan<policy::tiled_dense_spmm, T> {
+ public:
+  tiled_spmm_plan(tiled_dense_view<T const> a, dense_view<T const>, dense_view<T>, cuda_exec) : a_(a) {}
+  template <class Acc>
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(tiled_dense_spmm)");
+    kernels::spmm_tiled_dense(a_, b, c, epi, e.stream);
+  }
+
+ private:
+  tiled_dense_view<T const> a_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Dense x sparse: C[M x N] = epi(A[M x K] * W[K x N]), W in CSR (32-bit indices).
+template <class Policy, class T>
+class dense_sparse_plan {
+  static_assert(::sdnn::detail::dependent_false<Policy, T>,
+                "dense_sparse_plan: no dense x sparse implementation for this policy");
+};
+
+// gc-device's kernels::dense_csc_spmm on W^T (= W in CSC), transposed once here.
+template <class T>
+class dense_sparse_plan<policy::dense_csc, T> {
+ public:
+  dense_sparse_plan(csr_view<T, std::int32_t> w, cuda_exec e)
+      : k_(w.rows), n_(w.cols), wt_(vendor::transpose_csr(w, e)) {}
+  template <class Acc>
+  void run(dense_view<T const> a, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
+    SDNN_EXPECTS(a.cols == k_ && c.rows == a.rows && c.cols == n_, "spmm_dense_sparse(dense_csc): A ", a.rows, " x ",
+                 a.cols, ", W ", k_, " x ", n_, ", C ", c.rows, " x ", c.cols);
+    if (a.rows == 0 || n_ == 0) return;
+    kernels::dense_csc_spmm(a, wt_.view(), c, epi, static_cast<std::int32_t const*>(nullptr),
+                            static_cast<std::int32_t const*>(nullptr), static_cast<std::int32_t>(a.rows), e.stream);
+  }
+
+ private:
+  std::int64_t k_, n_;
+  csr_matrix<T, std::int32_t, device_space> wt_;
+};
+
+// cuSPARSE baseline: C^T = W^T * A^T with W^T as CSR (transposed once) and A^T, C^T
+// column-major, which is A and C row-major; the epilogue runs as a separate pass.
+template <policy::cusparse_alg Alg, class T>
+class dense_sparse_plan<policy::cusparse_spmm<Alg>, T> {
+ public:
+  dense_sparse_plan(csr_view<T, std::int32_t> w, dense_view<T const> a, dense_view<T> c, cuda_exec e)
+      : k_(w.rows), n_(w.cols), wt_(vendor::transpose_csr(w, e)),
+        p_(wt_.view(), transposed(a), transposed(c), Alg, e, /*column_major=*/true) {}
+  template <class Acc>
+  void run(dense_view<T const> a, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) {
+    SDNN_EXPECTS(a.ld == a.cols && c.ld == c.cols, "spmm_dense_sparse(cusparse): A and C must be packed (ld == cols)");
+    p_.run(transposed(a), transposed(c), epilogue_none<Acc>(), e);
+    vendor::apply_epilogue(c, epi, e.stream);
+  }
+
+ private:
+  // The same memory seen as the column-major transpose (rows <-> cols).
+  template <class U>
+  static dense_view<U> transposed(dense_view<U> v) { return {v.cols, v.rows, v.rows, v.data}; }
+  std::int64_t k_, n_;
+  csr_matrix<T, std::int32_t, device_space> wt_;
+  vendor::cusparse_spmm_plan<T, std::int32_t> p_;
+};
+
+// ---------------------------------------------------------------------------------------
+// One-shot dispatch for ops::spmm / ops::spmm_dense_sparse on the device.
+template <class Policy>
+struct spmm_impl<cuda_exec, Policy> {
+  template <class T, class Index, class Acc>
+  static void run(cuda_exec e, csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    csr_spmm_plan<Policy, T, Index> p(a, b, c, e);
+    p.run(b, c, epi, e);
+  }
+  template <class T, class Index, class Acc>
+  static void run(cuda_exec e, coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    coo_spmm_plan<Policy, T, Index> p(a, b, c, e);
+    p.run(b, c, epi, e);
+  }
+  template <class T, class Index, class Acc>
+  static void run(cuda_exec e, ell_view<T, Index> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    ell_spmm_plan<Policy, T, Index> p(a, b, c, e);
+    p.run(b, c, epi, e);
+  }
+  template <class T, class Acc>
+  static void run(cuda_exec e, tiled_dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    tiled_spmm_plan<Policy, T> p(a, b, c, e);
+    p.run(b, c, epi, e);
+  }
+  template <class T, class Acc>
+  static void run_dense_sparse(cuda_exec e, dense_view<T const> a, csr_view<T, std::int32_t> w, dense_view<T> c,
+                               basic_epilogue<Acc> const& epi) {
+    if constexpr (std::is_same_v<Policy, policy::dense_csc>) {
+      dense_sparse_plan<Policy, T> p(w, e);
+      p.run(a, c, epi, e);
+    } else {
+      dense_sparse_plan<Policy, T> p(w, a, c, e);
+      p.run(a, c, epi, e);
+    }
+  }
+};
+
+}  // namespace sdnn::ops

@@ -1,0 +1,109 @@
+// sdnn/ops/spmm.hpp - sparse product entry points: argument checks, then dispatch on
+// (executor, policy).
+//
+//   ops::spmm(exec, policy, a, b, c, epi)               C[M x N] = epi(A_sparse * B)
+//       a: csr_view, coo_view, ell_view or tiled_dense_view<T const>
+//   ops::spmm_dense_sparse(exec, policy, a, w, c, epi)  C[M x N] = epi(A * W_csr)
+// host_exec runs the reference (reference/spmm.hpp) for every policy; cuda_exec
+// implementations and the reusable plans live in ops/spmm.cuh.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "sdnn/core/config.hpp"
+#include "sdnn/core/epilogue.hpp"
+#include "sdnn/core/error.hpp"
+#include "sdnn/core/exec.hpp"
+#include "sdnn/core/types.hpp"
+#include "sdnn/formats/coo.hpp"
+#include "sdnn/formats/csr.hpp"
+#include "sdnn/formats/dense.hpp"
+#include "sdnn/formats/ell.hpp"
+#include "sdnn/formats/tiled_dense.hpp"
+#include "sdnn/policies/automatic.hpp"
+#include "sdnn/policies/spmm.hpp"
+#include "sdnn/reference/spmm.hpp"
+
+namespace sdnn::ops {
+
+template <class Exec, class Policy>
+struct spmm_impl {
+  static_assert(::sdnn::detail::dependent_false<Exec, Policy>,
+                "ops::spmm: no implementation for this (executor, policy); for cuda_exec include sdnn/ops/spmm.cuh");
+};
+
+// The host executor: every policy is the reference.
+template <class Policy>
+struct spmm_impl<host_exec, Policy> {
+  template <class SparseView, class T, class Acc>
+  static void run(host_exec, SparseView a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi) {
+    reference::spmm(a, b, c, epi);
+  }
+  template <class T, class Index, class Acc>
+  static void run_dense_sparse(host_exec, dense_view<T const> a, csr_view<T, Index> w, dense_view<T> c,
+                               basic_epilogue<Acc> const& epi) {
+    reference::dense_sparse_spmm(a, w, c, epi);
+  }
+};
+
+namespace detail {
+template <class T>
+void check_spmm_args(std::int64_t m, std::int64_t k, dense_view<T const> b, dense_view<T> c, char const* what) {
+  SDNN_EXPECTS(m >= 0 && k >= 0 && b.cols >= 0, what, ": shapes must be non-negative");
+  SDNN_EXPECTS(b.rows == k, what, ": A is ", m, " x ", k, " but B has ", b.rows, " rows (expected ", k, ")");
+  SDNN_EXPECTS(c.rows == m && c.cols == b.cols, what, ": C must be ", m, " x ", b.cols, ", got ", c.rows, " x ",
+               c.cols);
+  SDNN_EXPECTS(b.ld >= b.cols && c.ld >= c.cols, what, ": leading dimensions must be >= cols, got ", b.ld, ", ",
+               c.ld);
+  SDNN_EXPECTS((b.data != nullptr || b.rows * b.cols == 0) && (c.data != nullptr || c.rows * c.cols == 0), what,
+               ": a non-empty dense operand has a null data pointer");
+}
+template <class T, class Index>
+std::int64_t rows_of(csr_view<T, Index> const& a) { return a.rows; }
+template <class T, class Index>
+std::int64_t cols_of(csr_view<T, Index> const& a) { return a.cols; }
+template <class T, class Index>
+std::int64_t rows_of(coo_view<T, Index> const& a) { return a.rows; }
+template <class T, class Index>
+std::int64_t cols_of(coo_view<T, Index> const& a) { return a.cols; }
+template <class T, class Index>
+std::int64_t rows_of(ell_view<T, Index> const& a) { return a.rows; }
+template <class T, class Index>
+std::int64_t cols_of(ell_view<T, Index> const& a) { return a.cols; }
+template <class T>
+std::int64_t rows_of(tiled_dense_view<T> const& a) { return a.rows; }
+template <class T>
+std::int64_t cols_of(tiled_dense_view<T> const& a) { return a.cols; }
+
+// Read-only forms of the operand views (callers may pass mutable views).
+template <class V>
+V const& readonly(V const& v) { return v; }
+template <class T>
+tiled_dense_view<T const> readonly(tiled_dense_view<T> const& v) { return v; }
+template <class T>
+dense_view<T const> readonly(dense_view<T> const& v) { return {v.rows, v.cols, v.ld, v.data}; }
+}  // namespace detail
+
+// C = epi(A * B), A sparse. Device: builds the policy's plan (ops/spmm.cuh) and runs it
+// once; to run many times with the same A, keep a plan instead.
+template <class Exec, class Policy, class SparseView, class TB, class T, class Acc = accumulator_t<T>>
+void spmm(Exec exec, Policy, SparseView a, dense_view<TB> b, dense_view<T> c, basic_epilogue<Acc> const& epi = {}) {
+  static_assert(std::is_same_v<std::remove_const_t<TB>, T>, "spmm: B and C must have the same value type");
+  detail::check_spmm_args(detail::rows_of(a), detail::cols_of(a), detail::readonly(b), c, "spmm");
+  spmm_impl<Exec, Policy>::run(exec, detail::readonly(a), detail::readonly(b), c, epi);
+}
+
+// C = epi(A * W), W sparse (CSR): the DNN layer Y * W.
+template <class Exec, class Policy, class TA, class T, class Index, class Acc = accumulator_t<T>>
+void spmm_dense_sparse(Exec exec, Policy, dense_view<TA> a, csr_view<T, Index> w, dense_view<T> c,
+                       basic_epilogue<Acc> const& epi = {}) {
+  static_assert(std::is_same_v<std::remove_const_t<TA>, T>, "spmm_dense_sparse: A and C must have the same value type");
+  SDNN_EXPECTS(a.rows >= 0 && a.cols == w.rows, "spmm_dense_sparse: A is ", a.rows, " x ", a.cols, " but W has ",
+               w.rows, " rows");
+  SDNN_EXPECTS(c.rows == a.rows && c.cols == w.cols, "spmm_dense_sparse: C must be ", a.rows, " x ", w.cols,
+               ", got ", c.rows, " x ", c.cols);
+  spmm_impl<Exec, Policy>::run_dense_sparse(exec, detail::readonly(a), w, c, epi);
+}
+
+}  // namespace sdnn::ops

@@ -1,0 +1,75 @@
+// sdnn/policies/automatic.hpp - plan-time choice among the compiled product policies
+// from matrix statistics (formats/stats.hpp). Pure host functions, so the rules are
+// unit-tested without a GPU; ops with policy::automatic call them once per plan and keep
+// the choice. A user can always force a policy instead.
+//
+// Thresholds and the measurements behind them (benchmarks/results/kernels_*; see
+// benchmarks/bench_spmm.cu and bench_row_skip.cu):
+//  - empty rows: the compacted-row path pays a cub::DevicePartition pass plus one
+//    epilogue fill of the empty rows; for the dense GEMM it wins as soon as a sizeable
+//    fraction of rows is empty (work scales with the live rows); for CSR the row-split
+//    kernel already costs an empty row only one store, so compaction is taken only when
+//    most rows are empty.
+//  - skew: rows longer than a few times the mean make one warp per row unbalanced; the
+//    nnz-balanced cut groups short rows instead.
+//  - tiles: the tiled-dense kernel multiplies whole 32 x 32 tiles, so it pays off only
+//    when occupied tiles are mostly full.
+#pragma once
+
+#include <cstdint>
+
+#include "sdnn/formats/stats.hpp"
+
+namespace sdnn::policy {
+
+enum class spmm_choice { csr_row_split, csr_nnz_balanced, csr_skip_empty_compact, tiled_dense };
+enum class gemm_choice { tiled, tiled_skip_empty_compact };
+
+inline char const* name_of(spmm_choice c) {
+  switch (c) {
+    case spmm_choice::csr_row_split: return "csr_row_split";
+    case spmm_choice::csr_nnz_balanced: return "csr_nnz_balanced";
+    case spmm_choice::csr_skip_empty_compact: return "skip_empty_rows_compact<csr_row_split>";
+    case spmm_choice::tiled_dense: return "tiled_dense_spmm";
+  }
+  return "?";
+}
+inline char const* name_of(gemm_choice c) {
+  return c == gemm_choice::tiled ? "tiled_gemm" : "skip_empty_rows_compact<tiled_gemm>";
+}
+
+struct automatic_thresholds {
+  // CSR: compact the live rows when at least this fraction of rows is empty.
+  double csr_empty_row_fraction = 0.9;
+  // CSR: nnz-balanced when max row length > skew_max_over_mean * mean and the
+  // coefficient of variation of the row lengths exceeds skew_cv.
+  double skew_max_over_mean = 8.0;
+  double skew_cv = 1.0;
+  // Tiled-dense when the occupied tiles are at least this full (nnz / stored elements)
+  // and tiles were counted at the compiled 32 x 32 shape.
+  double tile_fill = 0.5;
+  // GEMM: compact when at least this fraction of A's rows is empty.
+  double gemm_empty_row_fraction = 0.25;
+};
+
+// The CSR-operand choice for C = A * B from A's statistics.
+inline spmm_choice choose_spmm(matrix_stats const& s, automatic_thresholds const& t = {}) {
+  if (s.rows == 0 || s.nnz == 0) return spmm_choice::csr_row_split;
+  if (s.tile_rows == 32 && s.tile_cols == 32 && s.occupied_tiles > 0) {
+    double const fill = static_cast<double>(s.nnz) / (static_cast<double>(s.occupied_tiles) * 32.0 * 32.0);
+    if (fill >= t.tile_fill) return spmm_choice::tiled_dense;
+  }
+  if (s.empty_row_fraction() >= t.csr_empty_row_fraction) return spmm_choice::csr_skip_empty_compact;
+  double const mean = s.mean_row_nnz;
+  double const cv = mean > 0 ? s.row_nnz_stddev / mean : 0.0;
+  if (mean > 0 && static_cast<double>(s.max_row_nnz) > t.skew_max_over_mean * mean && cv > t.skew_cv)
+    return spmm_choice::csr_nnz_balanced;
+  return spmm_choice::csr_row_split;
+}
+
+// The dense-GEMM choice from the empty-row fraction of A.
+inline gemm_choice choose_gemm(double empty_row_fraction, automatic_thresholds const& t = {}) {
+  return empty_row_fraction >= t.gemm_empty_row_fraction ? gemm_choice::tiled_skip_empty_compact : gemm_choice::tiled;
+}
+
+}  // namespace sdnn::policy

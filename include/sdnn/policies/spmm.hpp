@@ -1,0 +1,79 @@
+// sdnn/policies/spmm.hpp - policy tags for sparse products.
+//
+//   sparse x dense:  C[M x N] = epilogue(A_sparse[M x K] * B[K x N])   (ops::spmm)
+//   dense x sparse:  C[M x N] = epilogue(A[M x K] * W_sparse[K x N])   (ops::spmm_dense_sparse)
+// Every tag is an empty type; ops dispatch on (executor, policy); the host executor runs
+// the reference for every policy. The empty-row wrappers of policies/gemm.hpp
+// (skip_empty_rows_mask / skip_empty_rows_compact) also wrap the CSR policies here.
+#pragma once
+
+#include "sdnn/core/config.hpp"
+#include "sdnn/policies/gemm.hpp"
+
+namespace sdnn::policy {
+
+// CSR, one warp per (row, column slab): the warp stages 32 (col, value) pairs with one
+// coalesced load, broadcasts them by shuffle and streams the matching B rows with
+// 16-byte loads; a slab is 32 lanes x 16 bytes x SlabVectors columns. Rows of any
+// length; empty rows cost one epilogue store.
+template <int SlabVectors = 2, int WarpsPerBlock = 4>
+struct csr_row_split {
+  static constexpr int slab_vectors = SlabVectors, warps = WarpsPerBlock;
+  static_assert(SlabVectors >= 1 && SlabVectors <= 4, "csr_row_split: 1..4 vectors per lane");
+};
+
+// CSR, nnz-balanced: at plan time the rows are cut (thrust::lower_bound on row_ptr) into
+// contiguous row ranges holding about the same number of nonzeros; one warp per range
+// and column slab. Evens out skewed row lengths (many short rows share a warp); a single
+// row longer than the share still goes to one warp (it is not split, so the epilogue
+// stays fused).
+template <int SlabVectors = 2, int WarpsPerBlock = 4>
+struct csr_nnz_balanced {
+  static constexpr int slab_vectors = SlabVectors, warps = WarpsPerBlock;
+};
+
+// ELL (column-major slots), one warp per (row, column slab); stops at the first padding
+// slot of a row.
+template <int SlabVectors = 2, int WarpsPerBlock = 4>
+struct ell_row_split {
+  static constexpr int slab_vectors = SlabVectors, warps = WarpsPerBlock;
+};
+
+// COO (canonical, row-sorted), nnz-split: each warp takes a fixed chunk of entries,
+// accumulates runs of equal rows in registers and adds each run once (atomicAdd) into a
+// float workspace; a second pass applies the epilogue. Balanced by construction.
+template <int EntriesPerWarp = 256, int SlabVectors = 2>
+struct coo_nnz_split {
+  static constexpr int entries_per_warp = EntriesPerWarp, slab_vectors = SlabVectors;
+};
+
+// Tiled-dense (block-sparse, dense tiles): one block per (tile row, column slab);
+// each stored tile and the matching B slab go through shared memory and are multiplied
+// densely.
+struct tiled_dense_spmm {};
+
+// Dense x sparse (Y * W, W sparse): sdnn::kernels::dense_csc_spmm on W in CSC (W^T as
+// CSR, transposed at plan time).
+struct dense_csc {};
+
+// cuSPARSE SpMM (vendor/cusparse.cuh), one tag per algorithm; the external buffer is
+// allocated once per plan and reused.
+enum class cusparse_alg {
+  default_alg,       // CUSPARSE_SPMM_ALG_DEFAULT (CSR or COO)
+  csr_alg1,          // CUSPARSE_SPMM_CSR_ALG1
+  csr_alg2,          // CUSPARSE_SPMM_CSR_ALG2 (row-major B/C)
+  csr_alg3,          // CUSPARSE_SPMM_CSR_ALG3
+  coo_alg1,          // CUSPARSE_SPMM_COO_ALG1
+  coo_alg2,          // CUSPARSE_SPMM_COO_ALG2
+  coo_alg3,          // CUSPARSE_SPMM_COO_ALG3
+  coo_alg4,          // CUSPARSE_SPMM_COO_ALG4 (row-major B/C)
+  blocked_ell_alg1,  // CUSPARSE_SPMM_BLOCKED_ELL_ALG1
+};
+template <cusparse_alg Alg = cusparse_alg::default_alg>
+struct cusparse_spmm {
+  static constexpr cusparse_alg alg = Alg;
+};
+
+// policy::automatic (declared in policies/gemm.hpp) also serves the CSR products.
+
+}  // namespace sdnn::policy
