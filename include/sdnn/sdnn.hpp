@@ -18,8 +18,15 @@
 #include "sdnn/formats/convert.hpp"
 #include "sdnn/formats/stats.hpp"
 #include "sdnn/pipeline/layer.hpp"
+#include "sdnn/io/challenge_tsv.hpp"
+#include "sdnn/io/mnist_idx.hpp"
+#include "sdnn/io/matrix_market.hpp"
+#include "sdnn/data/radixnet.hpp"
+#include "sdnn/data/challenge_inputs.hpp"
+#include "sdnn/reference/challenge.hpp"
 
 #if defined(__CUDACC__)
+#include "sdnn/data/radixnet.cuh"
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
 #include "sdnn/formats/copy.cuh"
