@@ -6,6 +6,7 @@
 #include <sdnn/io/challenge_tsv.hpp>
 #include <sdnn/io/file_stream.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -184,7 +185,7 @@ TEST_CASE("the shipped official images and categories read back with the publish
   REQUIRE(y.col_idx()[0] == 187);
   REQUIRE(y.col_idx()[1] == 219);
   REQUIRE(y.col_idx()[2] == 251);
-  for (float v : y.values()) REQUIRE(v == 1.f);
+  REQUIRE(std::all_of(y.values().begin(), y.values().end(), [](float v) { return v == 1.f; }));
   auto const c = io::read_categories(dir + "/neuron1024-l120-categories-first1200.tsv");
   REQUIRE(c.size() == 19);
   REQUIRE(c.front() == 287);

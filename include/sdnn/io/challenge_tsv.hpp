@@ -153,7 +153,9 @@ inline void write_challenge_tsv(std::string const& path, csr_view<float, std::in
   std::string text;
   std::size_t const flush_at = std::size_t(1) << 20;
   text.reserve(flush_at + 128);
-  char buf[64];
+  char buf[64], vbuf[64];
+  int vlen = -1;  // vbuf holds the text of `last` (challenge files repeat one value: 1/16 or 1)
+  float last = 0;
   for (std::int32_t i = 0; i < m.rows; ++i) {
     for (std::int32_t k = m.row_ptr[i]; k < m.row_ptr[i + 1]; ++k) {
       auto r = std::to_chars(buf, buf + sizeof(buf), i + 1);
@@ -162,8 +164,12 @@ inline void write_challenge_tsv(std::string const& path, csr_view<float, std::in
       r = std::to_chars(buf, buf + sizeof(buf), m.col_idx[k] + 1);
       text.append(buf, r.ptr);
       text.push_back('\t');
-      int const n = detail::format_challenge_value(m.values[k], buf, sizeof(buf));
-      text.append(buf, static_cast<std::size_t>(n));
+      float const v = m.values[k];
+      if (vlen < 0 || !(v == last) || std::signbit(v) != std::signbit(last)) {
+        vlen = detail::format_challenge_value(v, vbuf, sizeof(vbuf));
+        last = v;
+      }
+      text.append(vbuf, static_cast<std::size_t>(vlen));
       text.push_back('\n');
       if (text.size() >= flush_at) {
         out.write(text);

@@ -2,8 +2,8 @@
 //
 // Reads "%%MatrixMarket matrix coordinate <field> <symmetry>" (the banner exact, the keywords
 // after it case-insensitive, as NIST mmio) with field real | integer | pattern (pattern
-// entries get the value 1) and symmetry general | symmetric | skew-symmetric (the stored lower triangle is mirrored; the mirror
-// of a skew-symmetric entry is negated). Then '%' comment lines, the size line
+// entries get the value 1) and symmetry general | symmetric | skew-symmetric (the stored
+// lower triangle is mirrored; the mirror of a skew-symmetric entry is negated). Then '%' comment lines, the size line
 // "rows cols entries", and exactly `entries` lines "i j [value]", 1-based. Duplicate
 // entries are summed in file order (the common convention, e.g. scipy). Plain or gzip'd.
 // Complex/hermitian, array format, bad headers, bad tokens, out-of-range or zero indices,
