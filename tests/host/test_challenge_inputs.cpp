@@ -109,7 +109,11 @@ TEST_CASE("challenge_inputs_from_mnist: shape, binary values, cyclic replication
 TEST_CASE("challenge_inputs_from_mnist: >= 99% of the official pixels of the first official images",
           "[challenge][inputs]") {
   std::string const dir = sdnn_test::data_dir();
-  if (!io::has_zlib()) return;  // the shipped digits are gzip'd
+  if (!io::has_zlib()) {  // the shipped digits are gzip'd: without zlib, the reader must say so
+    REQUIRE(error_text([&] { io::read_idx_images(dir + "/mnist-10k-images-idx3-ubyte.gz"); }).find("without zlib") !=
+            std::string::npos);
+    return;
+  }
   auto const mnist = io::read_idx_images(dir + "/mnist-10k-images-idx3-ubyte.gz");
   auto const official = io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024);
   // The shipped 10k digits are the first MNIST training images grouped by digit. Index in the
@@ -139,7 +143,11 @@ TEST_CASE("challenge_inputs_from_mnist: >= 99% of the official pixels of the fir
 
 TEST_CASE("challenge_inputs_from_mnist at every challenge size: density scales with N", "[challenge][inputs]") {
   std::string const dir = sdnn_test::data_dir();
-  if (!io::has_zlib()) return;
+  if (!io::has_zlib()) {  // the shipped digits are gzip'd: without zlib, the reader must say so
+    REQUIRE(error_text([&] { io::read_idx_images(dir + "/mnist-10k-images-idx3-ubyte.gz"); }).find("without zlib") !=
+            std::string::npos);
+    return;
+  }
   auto mnist = io::read_idx_images(dir + "/mnist-10k-images-idx3-ubyte.gz");
   mnist.count = 50;  // the first 50 zeros are enough
   mnist.pixels.resize(50 * 784);
