@@ -30,7 +30,7 @@ TEST_CASE("radixnet_layer_device equals radixnet_layer at every challenge size",
   cudaStream_t s;
   SDNN_CUDA_CHECK(cudaStreamCreate(&s));
   cuda_exec exec(s);
-  for (std::int32_t n : {1024, 4096, 16384, 65536}) {
+  for (std::int32_t n : {32, 64, 1024, 4096, 16384, 65536}) {  // 32, 64: K = 1, 2 (smallest networks)
     std::int32_t const k = data::radixnet_block_layers(n);
     for (std::int32_t l : {0, k - 1, k, 3 * k + 1}) {
       INFO("N = " << n << ", layer " << l);
@@ -40,6 +40,22 @@ TEST_CASE("radixnet_layer_device equals radixnet_layer at every challenge size",
   }
   SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
   SDNN_CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+TEST_CASE("radixnet_block_device equals radixnet_layer for every layer of the block", "[cuda][radixnet]") {
+  SDNN_REQUIRE_DEVICE();
+  cuda_exec exec;
+  for (std::int32_t n : {1024, 16384}) {
+    std::int32_t const k = data::radixnet_block_layers(n);
+    for (std::int32_t b : {0, 2}) {
+      auto const layers = data::radixnet_block_device(n, b, 77, exec);
+      REQUIRE(layers.size() == static_cast<std::size_t>(k));
+      for (std::int32_t t = 0; t < k; ++t) {
+        INFO("N = " << n << ", block " << b << ", layer " << b * k + t);
+        require_equal(layers[static_cast<std::size_t>(t)], data::radixnet_layer(n, b * k + t, 77), nullptr);
+      }
+    }
+  }
 }
 
 TEST_CASE("official_1024_layer_device equals official_1024_layer", "[cuda][radixnet]") {

@@ -120,7 +120,7 @@ TEST_CASE("official_1024_layer: every layer has 32 nonzeros per row and column; 
 
 TEST_CASE("radixnet_layer: exactly 32 nonzeros in every row and column at every challenge size",
           "[challenge][radixnet]") {
-  for (std::int32_t n : {1024, 4096, 16384, 65536}) {
+  for (std::int32_t n : {32, 64, 1024, 4096, 16384, 65536}) {  // 32, 64: the smallest (K = 1, 2)
     std::int32_t const k = data::radixnet_block_layers(n);
     // Several blocks (0, 1, 7) and both ends of each block.
     for (std::int32_t l : {0, k - 1, k, 2 * k - 1, 7 * k + 2}) {

@@ -45,26 +45,36 @@ __global__ void radixnet_fill(Index n, Index m, Index s, Index const* __restrict
 }  // namespace kernels
 
 namespace detail {
-inline csr_matrix<float, std::int32_t, device_space> radixnet_layer_device_from_permutation(
-    std::int32_t neurons, std::int32_t t, std::vector<std::int32_t> const* perm, cuda_exec exec) {
+// One layer (t = 1..K) from a permutation already in device memory (nullptr: identity).
+inline csr_matrix<float, std::int32_t, device_space> radixnet_fill_layer(std::int32_t neurons, std::int32_t t,
+                                                                         std::int32_t const* dperm, cuda_exec exec) {
   std::int32_t const m = neurons / 16, s = 1 << (t - 1);
   SDNN_EXPECTS(static_cast<std::int64_t>(neurons) * radixnet_nnz_per_row <= 0x7fffffff, "radixnet: ", neurons,
                " neurons overflow int32 nonzero indices");
   csr_matrix<float, std::int32_t, device_space> w(neurons, neurons, neurons * radixnet_nnz_per_row, exec);
-  buffer<std::int32_t, device_space> dperm;
-  if (perm) {
-    dperm = buffer<std::int32_t, device_space>(perm->size(), exec);
-    SDNN_CUDA_CHECK(cudaMemcpyAsync(dperm.data(), perm->data(), perm->size() * sizeof(std::int32_t),
-                                    cudaMemcpyHostToDevice, exec.stream));
-  }
   int const threads = 256;
   std::int64_t const want = (static_cast<std::int64_t>(neurons) * radixnet_nnz_per_row + threads - 1) / threads;
   std::int64_t const cap = 32LL * sdnn::detail::sm_count();
   int const blocks = static_cast<int>(want < cap ? want : cap);
   kernels::radixnet_fill<std::int32_t><<<blocks, threads, 0, exec.stream>>>(
-      neurons, m, s, perm ? dperm.data() : nullptr, w.row_ptr().data(), w.col_idx().data(), w.values().data());
+      neurons, m, s, dperm, w.row_ptr().data(), w.col_idx().data(), w.values().data());
   SDNN_CUDA_CHECK_LAUNCH();
-  return w;  // dperm is freed stream-ordered after the kernel
+  return w;
+}
+
+// Uploads a host permutation (pageable copy, staged before return) to a stream-ordered buffer.
+inline buffer<std::int32_t, device_space> upload_permutation(std::vector<std::int32_t> const& perm, cuda_exec exec) {
+  buffer<std::int32_t, device_space> d(perm.size(), exec);
+  SDNN_CUDA_CHECK(cudaMemcpyAsync(d.data(), perm.data(), perm.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
+                                  exec.stream));
+  return d;
+}
+
+inline csr_matrix<float, std::int32_t, device_space> radixnet_layer_device_from_permutation(
+    std::int32_t neurons, std::int32_t t, std::vector<std::int32_t> const* perm, cuda_exec exec) {
+  if (!perm) return radixnet_fill_layer(neurons, t, nullptr, exec);
+  auto const dperm = upload_permutation(*perm, exec);
+  return radixnet_fill_layer(neurons, t, dperm.data(), exec);  // dperm is freed stream-ordered after the kernel
 }
 }  // namespace detail
 
@@ -86,6 +96,24 @@ inline csr_matrix<float, std::int32_t, device_space> official_1024_layer_device(
   if (layer < 6) return detail::radixnet_layer_device_from_permutation(1024, layer + 1, nullptr, exec);
   auto const perm = official_1024_permutation(layer / 6);
   return detail::radixnet_layer_device_from_permutation(1024, layer % 6 + 1, &perm, exec);
+}
+
+// All K layers of block `block` of the generated N-neuron network (layers block * K ..
+// block * K + K - 1), sharing one permutation computation and one upload: the way to
+// generate a deep network (the 65536 x 1920 one is 160 blocks of 12 layers).
+inline std::vector<csr_matrix<float, std::int32_t, device_space>> radixnet_block_device(std::int32_t neurons,
+                                                                                        std::int32_t block,
+                                                                                        std::uint64_t seed,
+                                                                                        cuda_exec exec) {
+  std::int32_t const k = radixnet_block_layers(neurons);
+  SDNN_EXPECTS(block >= 0, "radixnet_block_device: block must be >= 0, got ", block);
+  std::vector<csr_matrix<float, std::int32_t, device_space>> layers;
+  layers.reserve(static_cast<std::size_t>(k));
+  buffer<std::int32_t, device_space> dperm;
+  if (block > 0) dperm = detail::upload_permutation(radixnet_permutation(neurons, block, seed), exec);
+  for (std::int32_t t = 1; t <= k; ++t)
+    layers.push_back(detail::radixnet_fill_layer(neurons, t, block > 0 ? dperm.data() : nullptr, exec));
+  return layers;
 }
 
 }  // namespace sdnn::data
