@@ -206,13 +206,17 @@ void with_policy(std::string const& name, F&& f) {
   if (name == policy::name<skip_empty_rows<csc_gather<4>>>()) return f(skip_empty_rows<csc_gather<4>>{});
   if (name == policy::name<skip_empty_rows<csc_gather<8>>>()) return f(skip_empty_rows<csc_gather<8>>{});
   if (name == policy::name<skip_empty_rows<csc_gather<32>>>()) return f(skip_empty_rows<csc_gather<32>>{});
+  if (name == policy::name<skip_empty_rows<csc_tiled<8>>>()) return f(skip_empty_rows<csc_tiled<8>>{});
+  if (name == policy::name<skip_empty_rows<csc_tiled<16>>>()) return f(skip_empty_rows<csc_tiled<16>>{});
+  if (name == policy::name<skip_empty_rows<csc_tiled<32>>>()) return f(skip_empty_rows<csc_tiled<32>>{});
   if (name == policy::name<csc_gather<16>>()) return f(csc_gather<16>{});
   if (name == policy::name<cusparse_reuse_buffer>()) return f(cusparse_reuse_buffer{});
   if (name == policy::name<cusparse_buffer_per_call>()) return f(cusparse_buffer_per_call{});
   if (name == policy::name<cusparse_filter_rows>()) return f(cusparse_filter_rows{});
   SDNN_FAIL("graph_challenge: unknown --policy '", name, "'; known: ", policy::name<sparse_linear_default>(), ", ",
             policy::name<skip_empty_rows<csc_gather<4>>>(), ", ", policy::name<skip_empty_rows<csc_gather<8>>>(), ", ",
-            policy::name<skip_empty_rows<csc_gather<32>>>(), ", ", policy::name<csc_gather<16>>(),
+            policy::name<skip_empty_rows<csc_gather<32>>>(), ", skip_empty_rows_csc_tiled{8,16,32}, ",
+            policy::name<csc_gather<16>>(),
             ", cusparse_reuse_buffer, cusparse_buffer_per_call, cusparse_filter_rows");
 }
 

@@ -124,25 +124,57 @@ void check_dense_csc(std::int32_t rows, std::int32_t k, std::int32_t n, double k
 
   dense_view<T const> a{rows, k, k, a_d.data()};
   dense_view<T> c{rows, n, n, c_d.data()};
-  if (use_list)
-    kernels::dense_csc_spmm(a, bt_d.view(), c, epi, list_d.data(), cnt_d.data(), rows, exec.stream);
-  else
-    kernels::dense_csc_spmm(a, bt_d.view(), c, epi, static_cast<std::int32_t const*>(nullptr),
-                            static_cast<std::int32_t const*>(nullptr), -1, exec.stream);
-  auto out = sdnn_test::to_vector(c_d, exec.stream);
+  // variant 0: dense_csc_spmm; variant 1: footprint tiles (tiled_csc_spmm)
+  for (int variant = 0; variant < 2; ++variant) {
+    copy(c_d, c_h, exec);
+    if (variant == 0) {
+      if (use_list)
+        kernels::dense_csc_spmm(a, bt_d.view(), c, epi, list_d.data(), cnt_d.data(), rows, exec.stream);
+      else
+        kernels::dense_csc_spmm(a, bt_d.view(), c, epi, static_cast<std::int32_t const*>(nullptr),
+                                static_cast<std::int32_t const*>(nullptr), -1, exec.stream);
+    } else {
+      csr_matrix<T, std::int32_t> bt_t(bt.rows(), bt.cols(), bt.nnz());
+      std::copy(bt.row_ptr().begin(), bt.row_ptr().end(), bt_t.row_ptr().begin());
+      std::copy(bt.col_idx().begin(), bt.col_idx().end(), bt_t.col_idx().begin());
+      for (std::size_t i = 0; i < bt.values().size(); ++i) bt_t.values()[i] = value_cast<T>(bt.values()[i]);
+      kernels::csc_tiles_host<T> th;
+      if (!kernels::build_csc_tiles(bt_t.view(), 256, 1024, th)) continue;
+      auto up = [&](auto const& v) {
+        using E = typename std::decay_t<decltype(v)>::value_type;
+        host_buffer<E> hb(v.begin(), v.end());
+        return copy_to<device_space>(hb, exec);
+      };
+      auto fp_ptr = up(th.fp_ptr), fp = up(th.fp), col_ptr = up(th.col_ptr), cols = up(th.cols),
+           nnz_ptr = up(th.nnz_ptr);
+      auto lidx = up(th.lidx);
+      auto vals = up(th.vals);
+      kernels::csc_tiles_view<T> tv{th.n, th.k, th.tiles, th.max_footprint, fp_ptr.data(), fp.data(), col_ptr.data(),
+                                    cols.data(), nnz_ptr.data(), lidx.data(), vals.data()};
+      if (use_list)
+        kernels::tiled_csc_spmm<16, 256>(a, tv, c, epi, list_d.data(), cnt_d.data(), rows, static_cast<int*>(nullptr),
+                                         exec.stream);
+      else
+        kernels::tiled_csc_spmm<16, 256>(a, tv, c, epi, static_cast<std::int32_t const*>(nullptr),
+                                         static_cast<std::int32_t const*>(nullptr), -1, static_cast<int*>(nullptr),
+                                         exec.stream);
+      SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+    }
+    auto out = sdnn_test::to_vector(c_d, exec.stream);
 
-  std::vector<bool> listed(static_cast<std::size_t>(rows), !use_list);
-  for (auto r : list) listed[static_cast<std::size_t>(r)] = true;
-  std::vector<float> acc;
-  std::vector<float> ref(static_cast<std::size_t>(n));
-  for (std::int32_t r = 0; r < rows; ++r) {
-    layers::sparse_linear_row_reference(ad.data() + static_cast<std::int64_t>(r) * k, b.view(), epi, acc, ref.data());
-    for (std::int32_t j = 0; j < n; ++j) {
-      float const got = value_cast<float>(out[static_cast<std::size_t>(r) * n + j]);
-      float const want = listed[static_cast<std::size_t>(r)] ? value_cast<float>(value_cast<T>(ref[j])) : -7.f;
-      if (got != want) {
-        INFO("rows " << rows << " k " << k << " n " << n << " row " << r << " col " << j);
-        REQUIRE(got == want);
+    std::vector<bool> listed(static_cast<std::size_t>(rows), !use_list);
+    for (auto r : list) listed[static_cast<std::size_t>(r)] = true;
+    std::vector<float> acc;
+    std::vector<float> ref(static_cast<std::size_t>(n));
+    for (std::int32_t r = 0; r < rows; ++r) {
+      layers::sparse_linear_row_reference(ad.data() + static_cast<std::int64_t>(r) * k, b.view(), epi, acc, ref.data());
+      for (std::int32_t j = 0; j < n; ++j) {
+        float const got = value_cast<float>(out[static_cast<std::size_t>(r) * n + j]);
+        float const want = listed[static_cast<std::size_t>(r)] ? value_cast<float>(value_cast<T>(ref[j])) : -7.f;
+        if (got != want) {
+          INFO("variant " << variant << " rows " << rows << " k " << k << " n " << n << " row " << r << " col " << j);
+          REQUIRE(got == want);
+        }
       }
     }
   }
@@ -198,7 +230,9 @@ void check_all_policies(std::vector<csr_matrix<float, std::int32_t>> const& ws, 
 }
 
 #define SDNN_ALL_CHALLENGE_POLICIES                                                                            \
-  policy::sparse_linear_default, policy::skip_empty_rows<policy::csc_gather<8>>,                               \
+  policy::sparse_linear_default, policy::skip_empty_rows<policy::csc_gather<16>>,                              \
+      policy::skip_empty_rows<policy::csc_tiled<8>>, policy::csc_tiled<16>,                                     \
+      policy::skip_empty_rows<policy::csc_tiled<32>>, policy::skip_empty_rows<policy::csc_gather<8>>,                               \
       policy::skip_empty_rows<policy::csc_gather<32>>, policy::csc_gather<16>, policy::cusparse_reuse_buffer, \
       policy::cusparse_buffer_per_call, policy::cusparse_filter_rows
 
@@ -280,6 +314,8 @@ TEST_CASE("sparse_linear device policies and sequential match the host layer", "
   };
   run(policy::sparse_linear_default{});
   run(policy::csc_gather<4>{});
+  run(policy::csc_tiled<16>{});
+  run(policy::skip_empty_rows<policy::csc_tiled<8>>{});
   run(policy::skip_empty_rows<policy::csc_gather<32>>{});
   run(policy::cusparse_reuse_buffer{});
   run(policy::cusparse_buffer_per_call{});

@@ -25,6 +25,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
+#include <vector>
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/epilogue.hpp"
@@ -40,13 +42,21 @@ namespace detail {
 // Hopper (228 KB per SM); larger stages fall back to global gathers.
 inline constexpr std::size_t csc_stage_bytes_limit = 96 * 1024;
 
+// Floats per staged input in shared memory: Rows, padded so that the stride in 16-byte
+// units is odd. Lanes then read their 16-byte pieces from different bank quads; with an
+// even stride (e.g. 64 B for 16 rows) only two distinct quads are hit and a warp's read
+// takes 16 wavefronts instead of 4.
+template <int Rows>
+inline constexpr int stage_stride = (Rows / 4) % 2 == 1 ? Rows : Rows + 4;
+
 template <int Rows, int Threads, bool Staged, class T, class Index, class Acc>
 __global__ void __launch_bounds__(Threads)
     dense_csc_spmm_kernel(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T> c, basic_epilogue<Acc> epi,
                           Index const* __restrict__ live_rows, Index const* __restrict__ num_live, Index max_live,
                           int* __restrict__ live_flags) {
   extern __shared__ float4 dense_csc_stage4[];
-  float* stage = reinterpret_cast<float*>(dense_csc_stage4);  // Staged: [k][Rows]
+  float* stage = reinterpret_cast<float*>(dense_csc_stage4);  // Staged: [k][stage_stride<Rows>]
+  constexpr int SR = stage_stride<Rows>;
   __shared__ Index rid[Rows];
   __shared__ int nonzero[Rows];
 
@@ -54,7 +64,16 @@ __global__ void __launch_bounds__(Threads)
   if (count > max_live) count = max_live;
   Index const n = bt.rows, k = bt.cols;
   std::int64_t const groups = (static_cast<std::int64_t>(count) + Rows - 1) / Rows;
-  std::int64_t const col_tiles = Staged ? 1 : (static_cast<std::int64_t>(n) + Threads - 1) / Threads;
+  // Column tiles of `Threads * per_thread` columns. Staged: one tile (the whole row) while row
+  // groups fill the grid; when few rows are live, the columns are split so every resident
+  // block has work (each tile re-stages its rows).
+  std::int64_t const max_tiles = (static_cast<std::int64_t>(n) + Threads - 1) / Threads;
+  std::int64_t col_tiles = max_tiles;
+  if (Staged) {
+    std::int64_t const want = groups > 0 ? (static_cast<std::int64_t>(gridDim.x) + groups - 1) / groups : 1;
+    col_tiles = want < 1 ? 1 : (want > max_tiles ? max_tiles : want);
+  }
+  Index const cols_per_tile = static_cast<Index>(((max_tiles + col_tiles - 1) / col_tiles) * Threads);
   std::int64_t const items = groups * col_tiles;
 
   for (std::int64_t w = blockIdx.x; w < items; w += gridDim.x) {
@@ -75,7 +94,7 @@ __global__ void __launch_bounds__(Threads)
         Index const row = rid[r];
         T const* src = row >= 0 ? a.data + static_cast<std::int64_t>(row) * a.ld : nullptr;
         for (Index kk = threadIdx.x; kk < k; kk += Threads)
-          stage[static_cast<std::int64_t>(kk) * Rows + r] = src ? value_cast<float>(src[kk]) : 0.f;
+          stage[static_cast<std::int64_t>(kk) * SR + r] = src ? value_cast<float>(src[kk]) : 0.f;
       }
       __syncthreads();
     }
@@ -89,9 +108,9 @@ __global__ void __launch_bounds__(Threads)
       }
     }
 
-    Index const j0 = Staged ? static_cast<Index>(threadIdx.x) : tile * Threads + static_cast<Index>(threadIdx.x);
-    Index const jstep = Staged ? Threads : n;  // global gathers: one column per thread and work item
-    for (Index j = j0; j < n; j += jstep) {
+    Index const j0 = tile * cols_per_tile + static_cast<Index>(threadIdx.x);
+    Index const j1 = min(n, static_cast<Index>(tile * cols_per_tile + cols_per_tile));
+    for (Index j = j0; j < j1; j += Threads) {
       Acc acc[Rows];
 #pragma unroll
       for (int r = 0; r < Rows; ++r) acc[r] = Acc(0);
@@ -101,7 +120,7 @@ __global__ void __launch_bounds__(Threads)
         for (Index p = pb; p < pe; ++p) {
           Index const kk = bt.col_idx[p];
           Acc const wv = value_cast<Acc>(bt.values[p]);
-          float4 const* s = reinterpret_cast<float4 const*>(stage + static_cast<std::int64_t>(kk) * Rows);
+          float4 const* s = reinterpret_cast<float4 const*>(stage + static_cast<std::int64_t>(kk) * SR);
 #pragma unroll
           for (int q = 0; q < Rows / 4; ++q) {
             float4 const v = s[q];
@@ -142,7 +161,7 @@ void launch_dense_csc(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T
                       Index const* live_rows, Index const* num_live, Index max_live, int* live_flags,
                       cudaStream_t stream) {
   auto kernel = dense_csc_spmm_kernel<Rows, Threads, Staged, T, Index, Acc>;
-  std::size_t const smem = Staged ? static_cast<std::size_t>(bt.cols) * Rows * sizeof(float) : 0;
+  std::size_t const smem = Staged ? static_cast<std::size_t>(bt.cols) * stage_stride<Rows> * sizeof(float) : 0;
   if (Staged) {
     // Raise the dynamic limit once per instantiation to the largest stage we ever ask for.
     static bool raised = false;
@@ -156,7 +175,7 @@ void launch_dense_csc(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T
   SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Threads, smem));
   per_sm = std::max(per_sm, 1);
   std::int64_t const groups = (static_cast<std::int64_t>(max_live) + Rows - 1) / Rows;
-  std::int64_t const tiles = Staged ? 1 : (static_cast<std::int64_t>(bt.rows) + Threads - 1) / Threads;
+  std::int64_t const tiles = (static_cast<std::int64_t>(bt.rows) + Threads - 1) / Threads;
   std::int64_t const grid = std::min<std::int64_t>(groups * tiles, static_cast<std::int64_t>(sdnn::detail::sm_count()) * per_sm);
   if (grid <= 0) return;
   kernel<<<static_cast<unsigned>(grid), Threads, smem, stream>>>(a, bt, c, epi, live_rows, num_live, max_live,
@@ -180,15 +199,15 @@ void dense_csc_dispatch(dense_view<T const> a, csr_view<T, Index> bt, dense_view
   SDNN_EXPECTS(c.rows >= a.rows, "dense_csc_spmm: c has ", c.rows, " rows, a has ", a.rows);
   if (max_live == 0 || bt.rows == 0) return;
   std::size_t const row_bytes = static_cast<std::size_t>(bt.cols) * sizeof(float);
-  if (row_bytes * Rows <= csc_stage_bytes_limit)
+  if (row_bytes * stage_stride<Rows> <= csc_stage_bytes_limit)
     return launch_dense_csc<Rows, Threads, true>(a, bt, c, epi, live_rows, num_live, max_live, live_flags, stream);
   if constexpr (Rows > 4) {
-    if (row_bytes * (Rows / 2) <= csc_stage_bytes_limit)
+    if (row_bytes * stage_stride<Rows / 2> <= csc_stage_bytes_limit)
       return launch_dense_csc<Rows / 2, Threads, true>(a, bt, c, epi, live_rows, num_live, max_live, live_flags,
                                                       stream);
   }
   if constexpr (Rows > 8) {
-    if (row_bytes * (Rows / 4) <= csc_stage_bytes_limit)
+    if (row_bytes * stage_stride<Rows / 4> <= csc_stage_bytes_limit)
       return launch_dense_csc<Rows / 4, Threads, true>(a, bt, c, epi, live_rows, num_live, max_live, live_flags,
                                                       stream);
   }
@@ -217,6 +236,245 @@ void dense_csc_spmm_flagged(dense_view<T const> a, csr_view<T, Index> bt, dense_
                             Index const* live_rows, Index const* num_live, Index max_live, int* live_flags,
                             cudaStream_t stream) {
   detail::dense_csc_dispatch<Rows, Threads>(a, bt, c, epi, live_rows, num_live, max_live, live_flags, stream);
+}
+
+
+// ---------------------------------------------------------------------------------------
+// Footprint tiles: the same product with B's columns grouped at plan time.
+//
+// Output columns with identical input lists are grouped (RadiX-Net challenge layers: 16
+// columns share each list of 32 inputs), and groups are packed into tiles of at most
+// `tile_cols` columns whose union of inputs (the footprint) has at most `max_footprint`
+// entries. A block stages the footprint of its tile for `Rows` activation rows in shared
+// memory (one gather per footprint entry instead of one per nonzero: 16x fewer for the
+// challenge layers) and computes the tile's columns from shared memory, with the inputs
+// re-indexed into the footprint (16-bit local indices). Works for any CSR: without shared
+// input lists a tile simply holds fewer columns.
+template <class T>
+struct csc_tiles_host {
+  std::int32_t n = 0, k = 0, tiles = 0, max_footprint = 0;
+  std::vector<std::int32_t> fp_ptr{0}, fp;     // [tiles + 1], footprint input ids (ascending per tile)
+  std::vector<std::int32_t> col_ptr{0}, cols;  // [tiles + 1], output columns (ascending per tile)
+  std::vector<std::int32_t> nnz_ptr{0};        // [cols.size() + 1] into lidx / vals
+  std::vector<std::uint16_t> lidx;             // input position within the tile's footprint
+  std::vector<T> vals;
+};
+
+template <class T>
+struct csc_tiles_view {
+  std::int32_t n = 0, k = 0, tiles = 0, max_footprint = 0;
+  std::int32_t const *fp_ptr = nullptr, *fp = nullptr, *col_ptr = nullptr, *cols = nullptr, *nnz_ptr = nullptr;
+  std::uint16_t const* lidx = nullptr;
+  T const* vals = nullptr;
+};
+
+// Builds the tiles of bt (n x k CSR, host). Returns false (and leaves `out` unspecified)
+// when a single column has more than max_footprint (<= 65536) inputs.
+template <class T>
+bool build_csc_tiles(csr_view<T, std::int32_t> bt, std::int32_t tile_cols, std::int32_t max_footprint,
+                     csc_tiles_host<T>& out) {
+  SDNN_EXPECTS(tile_cols > 0 && max_footprint > 0 && max_footprint <= 65536,
+               "build_csc_tiles: tile_cols > 0 and max_footprint in (0, 65536] needed, got ", tile_cols, ", ",
+               max_footprint);
+  out = csc_tiles_host<T>{};
+  out.n = bt.rows;
+  out.k = bt.cols;
+  std::int32_t const n = bt.rows;
+  for (std::int32_t j = 0; j < n; ++j)
+    if (bt.row_ptr[j + 1] - bt.row_ptr[j] > max_footprint) return false;
+  // 1. group columns with identical input lists (hash, then exact compare)
+  std::vector<std::uint64_t> h(static_cast<std::size_t>(n));
+  for (std::int32_t j = 0; j < n; ++j) {
+    std::uint64_t x = 1469598103934665603ull ^ static_cast<std::uint64_t>(bt.row_ptr[j + 1] - bt.row_ptr[j]);
+    for (std::int32_t p = bt.row_ptr[j]; p < bt.row_ptr[j + 1]; ++p)
+      x = (x ^ static_cast<std::uint64_t>(bt.col_idx[p])) * 1099511628211ull;
+    h[static_cast<std::size_t>(j)] = x;
+  }
+  std::vector<std::int32_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+    return h[static_cast<std::size_t>(a)] != h[static_cast<std::size_t>(b)] ? h[static_cast<std::size_t>(a)] < h[static_cast<std::size_t>(b)]
+                                                                              : a < b;
+  });
+  auto same = [&](std::int32_t a, std::int32_t b) {
+    std::int32_t const la = bt.row_ptr[a + 1] - bt.row_ptr[a], lb = bt.row_ptr[b + 1] - bt.row_ptr[b];
+    return la == lb && std::equal(bt.col_idx + bt.row_ptr[a], bt.col_idx + bt.row_ptr[a + 1], bt.col_idx + bt.row_ptr[b]);
+  };
+  std::vector<std::vector<std::int32_t>> groups;
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t e = i;
+    while (e < order.size() && h[static_cast<std::size_t>(order[e])] == h[static_cast<std::size_t>(order[i])]) ++e;
+    std::size_t const first_group = groups.size();
+    for (std::size_t q = i; q < e; ++q) {
+      bool placed = false;
+      for (std::size_t g = first_group; g < groups.size() && !placed; ++g)
+        if (same(groups[g][0], order[q])) {
+          groups[g].push_back(order[q]);
+          placed = true;
+        }
+      if (!placed) groups.push_back({order[q]});
+    }
+    i = e;
+  }
+  std::sort(groups.begin(), groups.end(), [](auto const& a, auto const& b) { return a[0] < b[0]; });
+  // 2. pack groups into tiles
+  std::vector<std::int32_t> stamp(static_cast<std::size_t>(bt.cols), -1), local(static_cast<std::size_t>(bt.cols), 0);
+  std::vector<std::int32_t> tile_cols_v, tile_fp;
+  auto close_tile = [&]() {
+    if (tile_cols_v.empty()) return;
+    std::sort(tile_cols_v.begin(), tile_cols_v.end());
+    std::sort(tile_fp.begin(), tile_fp.end());
+    for (std::size_t f = 0; f < tile_fp.size(); ++f) local[static_cast<std::size_t>(tile_fp[f])] = static_cast<std::int32_t>(f);
+    out.fp.insert(out.fp.end(), tile_fp.begin(), tile_fp.end());
+    out.fp_ptr.push_back(static_cast<std::int32_t>(out.fp.size()));
+    for (std::int32_t j : tile_cols_v) {
+      out.cols.push_back(j);
+      for (std::int32_t p = bt.row_ptr[j]; p < bt.row_ptr[j + 1]; ++p) {
+        out.lidx.push_back(static_cast<std::uint16_t>(local[static_cast<std::size_t>(bt.col_idx[p])]));
+        out.vals.push_back(bt.values[p]);
+      }
+      out.nnz_ptr.push_back(static_cast<std::int32_t>(out.lidx.size()));
+    }
+    out.col_ptr.push_back(static_cast<std::int32_t>(out.cols.size()));
+    out.max_footprint = std::max(out.max_footprint, static_cast<std::int32_t>(tile_fp.size()));
+    ++out.tiles;
+    tile_cols_v.clear();
+    tile_fp.clear();
+  };
+  for (auto const& g : groups) {
+    std::int32_t const rep = g[0];
+    for (std::size_t c0 = 0; c0 < g.size(); c0 += static_cast<std::size_t>(tile_cols)) {
+      std::size_t const c1 = std::min(g.size(), c0 + static_cast<std::size_t>(tile_cols));
+      std::int32_t const tile_id = out.tiles;
+      std::int32_t fresh = 0;
+      for (std::int32_t p = bt.row_ptr[rep]; p < bt.row_ptr[rep + 1]; ++p)
+        fresh += stamp[static_cast<std::size_t>(bt.col_idx[p])] != tile_id;
+      if (tile_cols_v.size() + (c1 - c0) > static_cast<std::size_t>(tile_cols) ||
+          tile_fp.size() + static_cast<std::size_t>(fresh) > static_cast<std::size_t>(max_footprint))
+        close_tile();
+      std::int32_t const id = out.tiles;
+      for (std::int32_t p = bt.row_ptr[rep]; p < bt.row_ptr[rep + 1]; ++p) {
+        auto const kk = static_cast<std::size_t>(bt.col_idx[p]);
+        if (stamp[kk] != id) {
+          stamp[kk] = id;
+          tile_fp.push_back(bt.col_idx[p]);
+        }
+      }
+      tile_cols_v.insert(tile_cols_v.end(), g.begin() + static_cast<std::ptrdiff_t>(c0), g.begin() + static_cast<std::ptrdiff_t>(c1));
+    }
+  }
+  close_tile();
+  return true;
+}
+
+namespace detail {
+
+template <int Rows, int Threads, class T, class Index, class Acc>
+__global__ void __launch_bounds__(Threads)
+    tiled_csc_spmm_kernel(dense_view<T const> a, csc_tiles_view<T> tv, dense_view<T> c, basic_epilogue<Acc> epi,
+                          Index const* __restrict__ live_rows, Index const* __restrict__ num_live, Index max_live,
+                          int* __restrict__ live_flags) {
+  extern __shared__ float4 tiled_stage4[];
+  float* stage = reinterpret_cast<float*>(tiled_stage4);  // [footprint][stage_stride<Rows>]
+  constexpr int SR = stage_stride<Rows>;
+  __shared__ Index rid[Rows];
+  __shared__ int nonzero[Rows];
+  Index count = num_live ? *num_live : max_live;
+  if (count > max_live) count = max_live;
+  std::int64_t const groups = (static_cast<std::int64_t>(count) + Rows - 1) / Rows;
+  std::int64_t const items = groups * tv.tiles;
+  for (std::int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+    std::int64_t const g = w / tv.tiles;
+    std::int32_t const t = static_cast<std::int32_t>(w % tv.tiles);
+    Index const first = static_cast<Index>(g * Rows);
+    int const here = static_cast<int>(min(static_cast<std::int64_t>(Rows), static_cast<std::int64_t>(count) - first));
+    if (threadIdx.x < Rows) {
+      int const r = threadIdx.x;
+      rid[r] = r < here ? (live_rows ? live_rows[first + r] : first + r) : Index(-1);
+      nonzero[r] = 0;
+    }
+    __syncthreads();
+    // Stage the footprint: thread f gathers input fp[f] of every row (Rows loads in flight).
+    std::int32_t const f0 = tv.fp_ptr[t], f1 = tv.fp_ptr[t + 1];
+    for (std::int32_t f = f0 + static_cast<std::int32_t>(threadIdx.x); f < f1; f += Threads) {
+      std::int64_t const kk = tv.fp[f];
+      float v[Rows];
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) {
+        Index const row = rid[r];
+        v[r] = row >= 0 ? value_cast<float>(a.data[static_cast<std::int64_t>(row) * a.ld + kk]) : 0.f;
+      }
+      float4* dst = reinterpret_cast<float4*>(stage + static_cast<std::int64_t>(f - f0) * SR);
+#pragma unroll
+      for (int q = 0; q < Rows / 4; ++q) dst[q] = make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+    }
+    __syncthreads();
+    std::int32_t const c0 = tv.col_ptr[t], c1 = tv.col_ptr[t + 1];
+    for (std::int32_t ci = c0 + static_cast<std::int32_t>(threadIdx.x); ci < c1; ci += Threads) {
+      Index const j = tv.cols[ci];
+      Acc acc[Rows];
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) acc[r] = Acc(0);
+      std::int32_t const pb = tv.nnz_ptr[ci], pe = tv.nnz_ptr[ci + 1];
+#pragma unroll 4
+      for (std::int32_t p = pb; p < pe; ++p) {
+        Acc const wv = value_cast<Acc>(tv.vals[p]);
+        float4 const* s = reinterpret_cast<float4 const*>(stage + static_cast<std::int32_t>(tv.lidx[p]) * SR);
+#pragma unroll
+        for (int q = 0; q < Rows / 4; ++q) {
+          float4 const v = s[q];
+          acc[4 * q + 0] += wv * Acc(v.x);
+          acc[4 * q + 1] += wv * Acc(v.y);
+          acc[4 * q + 2] += wv * Acc(v.z);
+          acc[4 * q + 3] += wv * Acc(v.w);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) {
+        if (r < here) {
+          Acc const v = epi(acc[r], j);
+          c.data[static_cast<std::int64_t>(rid[r]) * c.ld + j] = value_cast<T>(v);
+          if (v != Acc(0)) nonzero[r] = 1;
+        }
+      }
+    }
+    __syncthreads();
+    if (live_flags && static_cast<int>(threadIdx.x) < here && nonzero[threadIdx.x]) live_flags[first + threadIdx.x] = 1;
+    __syncthreads();
+  }
+}
+
+}  // namespace detail
+
+// The footprint-tiled product: c[r, :] = epi(a[r, :] * B) for the listed rows, B given by
+// its tiles (built by build_csc_tiles from B^T and uploaded; a view of device arrays).
+// Row list, count and flags as for dense_csc_spmm_flagged. No synchronisation.
+template <int Rows, int Threads, class T, class Index, class Acc>
+void tiled_csc_spmm(dense_view<T const> a, csc_tiles_view<T> tv, dense_view<T> c, basic_epilogue<Acc> epi,
+                    Index const* live_rows, Index const* num_live, Index max_live, int* live_flags, cudaStream_t stream) {
+  static_assert(Rows % 4 == 0, "tiled_csc_spmm: Rows must be a multiple of 4");
+  SDNN_EXPECTS(a.cols == tv.k && c.cols == tv.n, "tiled_csc_spmm: a has ", a.cols, " columns, c ", c.cols,
+               "; the tiles are for ", tv.k, " -> ", tv.n);
+  if (max_live < 0) max_live = static_cast<Index>(a.rows);
+  if (max_live == 0 || tv.tiles == 0) return;
+  auto kernel = detail::tiled_csc_spmm_kernel<Rows, Threads, T, Index, Acc>;
+  std::size_t const smem = static_cast<std::size_t>(tv.max_footprint) * detail::stage_stride<Rows> * sizeof(float);
+  SDNN_EXPECTS(smem <= 200 * 1024, "tiled_csc_spmm: footprint of ", tv.max_footprint, " inputs x ", Rows,
+               " rows does not fit shared memory");
+  static std::size_t raised = 0;
+  if (smem > raised) {
+    SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    raised = smem;
+  }
+  int per_sm = 0;
+  SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Threads, smem));
+  per_sm = std::max(per_sm, 1);
+  std::int64_t const groups = (static_cast<std::int64_t>(max_live) + Rows - 1) / Rows;
+  std::int64_t const grid =
+      std::min<std::int64_t>(groups * tv.tiles, static_cast<std::int64_t>(sdnn::detail::sm_count()) * per_sm);
+  kernel<<<static_cast<unsigned>(grid), Threads, smem, stream>>>(a, tv, c, epi, live_rows, num_live, max_live,
+                                                                 live_flags);
+  SDNN_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace sdnn::kernels

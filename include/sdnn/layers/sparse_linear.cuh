@@ -43,6 +43,46 @@ struct sparse_linear_device {
   kernels::live_row_compactor<std::int32_t> compactor;
   buffer<T, device_space> pack_in, pack_out;  // filter_rows: live rows packed contiguously
   std::int64_t packed_rows = 0;
+  // csc_tiled: footprint tiles of W^T (built once by prepare_tiles)
+  bool tiles_built = false, tiles_ok = false;
+  buffer<std::int32_t, device_space> t_fp_ptr, t_fp, t_col_ptr, t_cols, t_nnz_ptr;
+  buffer<std::uint16_t, device_space> t_lidx;
+  buffer<T, device_space> t_vals;
+  kernels::csc_tiles_view<T> tiles;
+
+  // Copies W^T to the host, groups its columns into footprint tiles and uploads them.
+  // Synchronises exec.stream (plan-time work). Leaves tiles_ok false when a column has more
+  // inputs than a tile's footprint can hold.
+  void prepare_tiles(std::int32_t tile_cols, std::int32_t max_footprint, cuda_exec exec) {
+    if (tiles_built) return;
+    tiles_built = true;
+    host_buffer<std::int32_t> rp(wt.row_ptr().size()), ci(wt.col_idx().size());
+    host_buffer<T> vv(wt.values().size());
+    copy(rp, wt.row_ptr(), exec);
+    copy(ci, wt.col_idx(), exec);
+    copy(vv, wt.values(), exec);
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+    csr_view<T, std::int32_t> h{wt.rows(), wt.cols(), wt.nnz(), rp.data(), ci.data(), vv.data()};
+    kernels::csc_tiles_host<T> th;
+    tiles_ok = kernels::build_csc_tiles(h, tile_cols, max_footprint, th);
+    if (!tiles_ok) return;
+    auto up = [&](auto const& v) {
+      using E = typename std::decay_t<decltype(v)>::value_type;
+      buffer<E, device_space> d(v.size(), exec);
+      if (!v.empty()) SDNN_CUDA_CHECK(cudaMemcpyAsync(d.data(), v.data(), v.size() * sizeof(E), cudaMemcpyHostToDevice, exec.stream));
+      return d;
+    };
+    t_fp_ptr = up(th.fp_ptr);
+    t_fp = up(th.fp);
+    t_col_ptr = up(th.col_ptr);
+    t_cols = up(th.cols);
+    t_nnz_ptr = up(th.nnz_ptr);
+    t_lidx = up(th.lidx);
+    t_vals = up(th.vals);
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // the host vectors die here
+    tiles = {th.n, th.k, th.tiles, th.max_footprint, t_fp_ptr.data(), t_fp.data(), t_col_ptr.data(), t_cols.data(),
+             t_nnz_ptr.data(), t_lidx.data(), t_vals.data()};
+  }
 
   // W (in x out) in device memory -> W^T; bias (host, out values or empty) copied.
   sparse_linear_device(csr_view<T, std::int32_t> w_device, basic_epilogue<acc_type> e, acc_type const* host_bias,
@@ -82,6 +122,8 @@ template <int R, int Th>
 struct sparse_linear_impl<policy::csc_gather<R, Th>> {
   static constexpr bool uses_row_list = false;
   template <class T>
+  static void prepare(sparse_linear_device<T>&, cuda_exec) {}
+  template <class T>
   static void forward_rows(sparse_linear_device<T>& s, dense_view<T const> a, dense_view<T> c, std::int32_t const* list,
                            std::int32_t const* count, std::int32_t max_live, int* flags, cuda_exec exec) {
     kernels::dense_csc_spmm_flagged<R, Th>(a, s.wt.view(), c, s.epi, list, count, max_live, flags, exec.stream);
@@ -92,9 +134,36 @@ struct sparse_linear_impl<policy::csc_gather<R, Th>> {
   }
 };
 
+// Footprint tiles when the weights allow them (build_csc_tiles), else csc_gather.
+template <int R, int Th>
+struct sparse_linear_impl<policy::csc_tiled<R, Th>> {
+  static constexpr bool uses_row_list = false;
+  template <class T>
+  static void prepare(sparse_linear_device<T>& s, cuda_exec exec) {
+    s.prepare_tiles(Th, policy::csc_tiled<R, Th>::max_footprint, exec);
+  }
+  template <class T>
+  static void forward_rows(sparse_linear_device<T>& s, dense_view<T const> a, dense_view<T> c, std::int32_t const* list,
+                           std::int32_t const* count, std::int32_t max_live, int* flags, cuda_exec exec) {
+    prepare(s, exec);
+    if (s.tiles_ok)
+      kernels::tiled_csc_spmm<R, Th>(a, s.tiles, c, s.epi, list, count, max_live, flags, exec.stream);
+    else
+      kernels::dense_csc_spmm_flagged<R, Th>(a, s.wt.view(), c, s.epi, list, count, max_live, flags, exec.stream);
+  }
+  template <class T>
+  static void forward_dense(sparse_linear_device<T>& s, dense_view<T const> in, dense_view<T> out, cuda_exec exec) {
+    forward_rows(s, in, out, nullptr, nullptr, static_cast<std::int32_t>(in.rows), nullptr, exec);
+  }
+};
+
 template <class Inner>
 struct sparse_linear_impl<policy::skip_empty_rows<Inner>> {
   static constexpr bool uses_row_list = true;
+  template <class T>
+  static void prepare(sparse_linear_device<T>& s, cuda_exec exec) {
+    sparse_linear_impl<Inner>::prepare(s, exec);
+  }
   template <class T>
   static void forward_rows(sparse_linear_device<T>& s, dense_view<T const> a, dense_view<T> c, std::int32_t const* list,
                            std::int32_t const* count, std::int32_t max_live, int* flags, cuda_exec exec) {
@@ -118,6 +187,8 @@ struct sparse_linear_impl<policy::skip_empty_rows<Inner>> {
 template <class Policy>
 struct sparse_linear_cusparse_all_rows {
   static constexpr bool uses_row_list = false;
+  template <class T>
+  static void prepare(sparse_linear_device<T>&, cuda_exec) {}
   template <class T>
   static void forward_rows(sparse_linear_device<T>& s, dense_view<T const> a, dense_view<T> c, std::int32_t const* list,
                            std::int32_t const* count, std::int32_t max_live, int* flags, cuda_exec exec) {
@@ -144,6 +215,8 @@ struct sparse_linear_impl<policy::cusparse_buffer_per_call>
 template <>
 struct sparse_linear_impl<policy::cusparse_filter_rows> {
   static constexpr bool uses_row_list = true;
+  template <class T>
+  static void prepare(sparse_linear_device<T>&, cuda_exec) {}
   template <class T>
   static void forward_rows(sparse_linear_device<T>& s, dense_view<T const> a, dense_view<T> c, std::int32_t const* list,
                            std::int32_t const* count, std::int32_t max_live, int* flags, cuda_exec exec) {

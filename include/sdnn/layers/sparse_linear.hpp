@@ -105,9 +105,10 @@ class sparse_linear : public layer<T> {
     epi_.bias = nullptr;
     device_ = std::make_shared<detail::sparse_linear_device<T>>(w_device.view(), epi_,
                                                                 bias_.empty() ? nullptr : bias_.data(), exec);
+    detail::sparse_linear_impl<Policy>::prepare(*static_cast<detail::sparse_linear_device<T>*>(device_.get()), exec);
   }
 
-  // Uploads and transposes the weights (first call only) and sizes the workspace for
+  // Uploads and transposes the weights (first call only; csc_tiled also builds its tiles) and sizes the workspace for
   // `batch` rows. May synchronise exec.stream.
   void plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) override {
     out_features(in_features);
@@ -139,6 +140,7 @@ class sparse_linear : public layer<T> {
       copy(wd.values(), w_.values(), exec);
       device_ = std::make_shared<detail::sparse_linear_device<T>>(wd.view(), epi_,
                                                                   bias_.empty() ? nullptr : bias_.data(), exec);
+      detail::sparse_linear_impl<Policy>::prepare(*static_cast<detail::sparse_linear_device<T>*>(device_.get()), exec);
     }
     return *static_cast<detail::sparse_linear_device<T>*>(device_.get());
   }

@@ -41,6 +41,18 @@ struct csc_gather {
   static_assert(Rows == 4 || Rows == 8 || Rows == 16 || Rows == 32, "csc_gather: Rows must be 4, 8, 16 or 32");
 };
 
+// csc_gather with B's columns grouped at plan time into tiles whose inputs (footprint) are
+// staged in shared memory once per tile: output columns sharing their input list (the
+// RadiX-Net challenge layers: 16 per list) are packed together, so each input is gathered
+// once per tile instead of once per nonzero. Tiles hold at most Threads columns and 1024
+// footprint inputs. Plan time copies the weights to the host once to build the tiles.
+template <int Rows = 16, int Threads = 256>
+struct csc_tiled {
+  static constexpr int rows = Rows, threads = Threads, max_footprint = 1024;
+  static_assert(Threads % 32 == 0 && Threads >= 32 && Threads <= 1024, "csc_tiled: blocks are whole warps");
+  static_assert(Rows == 4 || Rows == 8 || Rows == 16 || Rows == 32, "csc_tiled: Rows must be 4, 8, 16 or 32");
+};
+
 template <class Inner>
 struct skip_empty_rows {
   using inner = Inner;
@@ -72,6 +84,10 @@ struct name_of {
 template <int R, int T>
 struct name_of<csc_gather<R, T>> {
   static std::string get() { return "csc_gather" + std::to_string(R); }
+};
+template <int R, int T>
+struct name_of<csc_tiled<R, T>> {
+  static std::string get() { return "csc_tiled" + std::to_string(R); }
 };
 template <class I>
 struct name_of<skip_empty_rows<I>> {
