@@ -27,6 +27,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace sdnn;
@@ -51,10 +52,11 @@ struct problem {
   std::int64_t m, k, n;
   double sparsity;
   bool blocks;
-  csr_matrix<T, int, device_space> a;
-  coo_matrix<T, int, device_space> coo;
-  ell_matrix<T, int, device_space> ell;
-  tiled_dense_matrix<T, device_space> tiled;
+  // Device containers need a stream to exist, so they are built in make_problem().
+  std::unique_ptr<csr_matrix<T, int, device_space>> a;
+  std::unique_ptr<coo_matrix<T, int, device_space>> coo;
+  std::unique_ptr<ell_matrix<T, int, device_space>> ell;
+  std::unique_ptr<tiled_dense_matrix<T, device_space>> tiled;
   std::vector<buffer<T, device_space>> b;  // rotating copies of B
   buffer<T, device_space> c;
   std::size_t turn = 0;
@@ -109,28 +111,28 @@ std::shared_ptr<problem<T>> make_problem(std::int64_t m, std::int64_t k, std::in
     if (!t.empty()) SDNN_CUDA_CHECK(cudaMemcpyAsync(db.data(), t.data(), t.size() * sizeof(U), cudaMemcpyHostToDevice, e.stream));
     SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));
   };
-  p->a = csr_matrix<T, int, device_space>(h.rows(), h.cols(), nnz, e);
-  up(h.row_ptr(), p->a.row_ptr());
-  up(h.col_idx(), p->a.col_idx());
-  up(h.values(), p->a.values());
+  p->a = std::make_unique<csr_matrix<T, int, device_space>>(h.rows(), h.cols(), nnz, e);
+  up(h.row_ptr(), p->a->row_ptr());
+  up(h.col_idx(), p->a->col_idx());
+  up(h.values(), p->a->values());
   auto const hc = to_coo(h);
-  p->coo = coo_matrix<T, int, device_space>(h.rows(), h.cols(), nnz, e);
-  up(hc.row_idx(), p->coo.row_idx());
-  up(hc.col_idx(), p->coo.col_idx());
-  up(hc.values(), p->coo.values());
+  p->coo = std::make_unique<coo_matrix<T, int, device_space>>(h.rows(), h.cols(), nnz, e);
+  up(hc.row_idx(), p->coo->row_idx());
+  up(hc.col_idx(), p->coo->col_idx());
+  up(hc.values(), p->coo->values());
   if (sparsity >= 0.9 || blocks) {  // ELL/tiled only where their storage stays reasonable
     auto const he = to_ell(h);
-    p->ell = ell_matrix<T, int, device_space>(he.rows(), he.cols(), he.width(), he.nnz(), e);
-    up(he.col_idx(), p->ell.col_idx());
-    up(he.values(), p->ell.values());
+    p->ell = std::make_unique<ell_matrix<T, int, device_space>>(he.rows(), he.cols(), he.width(), he.nnz(), e);
+    up(he.col_idx(), p->ell->col_idx());
+    up(he.values(), p->ell->values());
   }
   if (blocks) {
     auto const ht = to_tiled_dense(h, 32, 32);
-    p->tiled = tiled_dense_matrix<T, device_space>(ht.rows(), ht.cols(), 32, 32, e);
-    up(ht.values(), p->tiled.values());
-    up(ht.occupied(), p->tiled.occupied());
-    up(ht.tile_row_ptr(), p->tiled.tile_row_ptr());
-    up(ht.tile_col(), p->tiled.tile_col());
+    p->tiled = std::make_unique<tiled_dense_matrix<T, device_space>>(ht.rows(), ht.cols(), 32, 32, e);
+    up(ht.values(), p->tiled->values());
+    up(ht.occupied(), p->tiled->occupied());
+    up(ht.tile_row_ptr(), p->tiled->tile_row_ptr());
+    up(ht.tile_col(), p->tiled->tile_col());
   }
   int dev = 0, l2 = 0;
   SDNN_CUDA_CHECK(cudaGetDevice(&dev));
@@ -226,14 +228,14 @@ void register_config(std::int64_t mk, std::int64_t n, double sp, bool blocks) {
           try {
             std::unique_ptr<vendor::cusparse_spmm_plan<T, int>> plan;
             if (coo)
-              plan = std::make_unique<vendor::cusparse_spmm_plan<T, int>>(p->coo.view(), p->bview(), p->cview(), alg, e,
+              plan = std::make_unique<vendor::cusparse_spmm_plan<T, int>>(p->coo->view(), p->bview(), p->cview(), alg, e,
                                                                           colmajor);
             else
-              plan = std::make_unique<vendor::cusparse_spmm_plan<T, int>>(p->a.view(), p->bview(), p->cview(), alg, e,
+              plan = std::make_unique<vendor::cusparse_spmm_plan<T, int>>(p->a->view(), p->bview(), p->cview(), alg, e,
                                                                           colmajor);
             plan->run(p->bview(), p->cview(), epilogue_none<float>(), e);
             SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));
-            report<T>(st, cfg, name + (colmajor ? "_colmajor" : ""), true, *p, p->a.nnz(),
+            report<T>(st, cfg, name + (colmajor ? "_colmajor" : ""), true, *p, p->a->nnz(),
                       [&] { plan->run(p->bview(), p->cview(), epilogue_none<float>(), e); });
             return;
           } catch (sdnn::error const& err) {
@@ -254,8 +256,8 @@ void register_config(std::int64_t mk, std::int64_t n, double sp, bool blocks) {
     using P = decltype(pol);
     add(name, [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm) {
       cuda_exec e{stream()};
-      ops::csr_spmm_plan<P, T, int> plan(p.a.view(), p.bview(), p.cview(), e);
-      report<T>(st, cfg, nm, false, p, p.a.nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
+      ops::csr_spmm_plan<P, T, int> plan(p.a->view(), p.bview(), p.cview(), e);
+      report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
     });
   };
   csr_policy("sdnn_csr_row_split_u2", policy::csr_row_split<2, 4>{});
@@ -264,27 +266,27 @@ void register_config(std::int64_t mk, std::int64_t n, double sp, bool blocks) {
   csr_policy("sdnn_csr_nnz_balanced", policy::csr_nnz_balanced<>{});
   add("sdnn_automatic", [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm) {
     cuda_exec e{stream()};
-    ops::csr_spmm_plan<policy::automatic, T, int> plan(p.a.view(), p.bview(), p.cview(), e);
-    report<T>(st, cfg, nm + "=" + policy::name_of(plan.choice()), false, p, p.a.nnz(),
+    ops::csr_spmm_plan<policy::automatic, T, int> plan(p.a->view(), p.bview(), p.cview(), e);
+    report<T>(st, cfg, nm + "=" + policy::name_of(plan.choice()), false, p, p.a->nnz(),
               [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
   });
   add("sdnn_coo_nnz_split", [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm) {
     cuda_exec e{stream()};
-    ops::coo_spmm_plan<policy::coo_nnz_split<>, T, int> plan(p.coo.view(), p.bview(), p.cview(), e);
-    report<T>(st, cfg, nm, false, p, p.a.nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
+    ops::coo_spmm_plan<policy::coo_nnz_split<>, T, int> plan(p.coo->view(), p.bview(), p.cview(), e);
+    report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
   });
   if (sp >= 0.9 || blocks)
     add("sdnn_ell_row_split", [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm) {
       cuda_exec e{stream()};
-      ops::ell_spmm_plan<policy::ell_row_split<>, T, int> plan(p.ell.view(), p.bview(), p.cview(), e);
-      report<T>(st, cfg, nm, false, p, p.a.nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
+      ops::ell_spmm_plan<policy::ell_row_split<>, T, int> plan(p.ell->view(), p.bview(), p.cview(), e);
+      report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
     });
   if (blocks)
     add("sdnn_tiled_dense", [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm) {
       cuda_exec e{stream()};
-      tiled_dense_view<T const> tv = p.tiled.view();
+      tiled_dense_view<T const> tv = std::as_const(*p.tiled).view();
       ops::tiled_spmm_plan<policy::tiled_dense_spmm, T> plan(tv, p.bview(), p.cview(), e);
-      report<T>(st, cfg, nm, false, p, p.a.nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
+      report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
     });
 }
 
@@ -304,9 +306,9 @@ void register_dense_sparse(std::int64_t mk, std::int64_t batch, double sp) {
   add("cusparse_csr_ALG_DEFAULT", true,
       [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm, bool v,
          dense_view<T const> y, dense_view<T> c, cuda_exec e) {
-        ops::dense_sparse_plan<policy::cusparse_spmm<>, T> plan(p.a.view(), y, c, e);
+        ops::dense_sparse_plan<policy::cusparse_spmm<>, T> plan(p.a->view(), y, c, e);
         std::size_t turn = 0;
-        report<T>(st, cfg, nm, v, p, p.a.nnz(), [&] {
+        report<T>(st, cfg, nm, v, p, p.a->nnz(), [&] {
           dense_view<T const> yy{y.rows, y.cols, y.ld, p.b[turn++ % p.b.size()].data()};
           plan.run(yy, c, epilogue_none<float>(), e);
         });
@@ -314,9 +316,9 @@ void register_dense_sparse(std::int64_t mk, std::int64_t batch, double sp) {
   add("sdnn_dense_csc", false,
       [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm, bool v,
          dense_view<T const> y, dense_view<T> c, cuda_exec e) {
-        ops::dense_sparse_plan<policy::dense_csc, T> plan(p.a.view(), e);
+        ops::dense_sparse_plan<policy::dense_csc, T> plan(p.a->view(), e);
         std::size_t turn = 0;
-        report<T>(st, cfg, nm, v, p, p.a.nnz(), [&] {
+        report<T>(st, cfg, nm, v, p, p.a->nnz(), [&] {
           dense_view<T const> yy{y.rows, y.cols, y.ld, p.b[turn++ % p.b.size()].data()};
           plan.run(yy, c, epilogue_none<float>(), e);
         });

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+namespace sdnn_ops_gemm_test {
 using namespace sdnn;
 
 namespace {
@@ -209,3 +210,5 @@ TEST_CASE("gemm rejects mismatched shapes", "[cuda][ops][gemm]") {
   dense_view<float> c{4, 3, 3, nullptr};
   REQUIRE_THROWS_AS(ops::gemm(cuda_exec{}, policy::tiled_gemm<>{}, a, b, c, epilogue_none<float>()), sdnn::error);
 }
+
+}  // namespace sdnn_ops_gemm_test

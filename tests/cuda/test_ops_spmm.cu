@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+namespace sdnn_ops_spmm_test {
 using namespace sdnn;
 
 namespace {
@@ -351,3 +352,5 @@ TEST_CASE("automatic picks by matrix statistics and matches the reference", "[cu
   check(random_csr({"", 300, 300, 0, 0.05, 0.0}, 6), policy::spmm_choice::csr_row_split, "automatic: uniform");
   SDNN_CUDA_CHECK(cudaStreamDestroy(s));
 }
+
+}  // namespace sdnn_ops_spmm_test
