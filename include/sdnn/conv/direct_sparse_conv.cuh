@@ -1,21 +1,27 @@
 // sdnn/conv/direct_sparse_conv.cuh - direct sparse convolution kernel (uniform-nnz rows).
 //
-// Grid: x = output-channel group (KG channels, fastest, so blocks running together share
-// one input tile in L2), y = output tile (toh x tow pixels), z = sub-batch (NB images).
-// Block: tw x th threads (rounded up to whole warps); thread (tx, ty) owns P pixels:
+// Grid: x = output tile (toh x tow pixels), y = sub-batch (NB images), z = k-split (a
+// contiguous range of output channels). A block stages the input window of its tile once
+// per channel chunk and reuses it for EVERY output channel of its range, so each staged
+// value feeds ~K * density * R*S FMAs (staging per k-group was the bottleneck of the first
+// version: ~6 FMAs per staged value on VGG-16, 10x under the shared-memory bound).
+// Block: kw slots x (tw x th) pixel threads; pixel thread (tx, ty) owns P pixels
 //   rows_mode = 1 (2-D): (ty + p*th, tx)      rows_mode = 0 (1-D): (ty, tx + p*tw)
-// and keeps acc[KG][P][NB] partial sums in registers for the whole reduction.
+// slot w walks the k-groups w, w + kw, ... of KG channels, with acc[KG][P][NB] in registers.
 // Per channel chunk j (cc channels):
-//   1. stage the input window  s_in[cc][sh][sw][NB]  (images interleaved: one vector load
-//      gives the value at one position for all NB images), zero outside the image;
-//   2. stage the chunk's entries for the block's KG channels (tile offset pre-multiplied by
-//      NB, weight) and the KG+1 per-channel bounds;
-//   3. for each entry: one broadcast load of (offset, weight), then per pixel one vector
-//      load and NB FMAs.
-// After the last chunk the epilogue adds bias[k], applies ReLU and writes NCHW output;
-// consecutive tx write consecutive ox (coalesced).
-// Invariants: entries of (chunk j, channel k) only address channels [j*cc, (j+1)*cc) of
-// the window; every window position a pixel + entry can reach lies in [0, cc*sh*sw).
+//   1. stage s_in[cc][sh][sw][NB] (images interleaved, so one vector load gives one
+//      position of all NB images; consecutive lanes store consecutive words), zero outside
+//      the image; loads are issued 4 segments at a time so several are in flight;
+//   2. per k-group: for each entry (tile offset * NB, weight; an 8-byte load that every
+//      thread of the block reads: a broadcast served by L1) one vector load per pixel and
+//      NB FMAs per pixel; then store: partial sums of chunk j > 0 are added to the value
+//      stored by chunk j-1 (same block, same thread: no race); the last chunk adds bias[k],
+//      applies ReLU. Consecutive tx store consecutive ox (coalesced).
+// With one chunk (cc == C, the common case) nothing is re-read. With several chunks the
+// partial sums round-trip through the output in T (for __half: one extra rounding per chunk).
+// Invariants: entries of (chunk j, channel k) only address channels [j*cc, (j+1)*cc) of the
+// window; every position a pixel + entry reaches lies inside the window (host-tested by
+// tests/host/test_conv.cpp, which emulates this index arithmetic).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -51,18 +57,20 @@ struct alignas(8) tile_entry<__half> {
 
 // The run-time block shape of the kernel (chosen by tuning or forced by the user).
 struct direct_conv_config {
-  int variant = 0;    // index into direct_conv_variants (sub-batch / k-group / pixels)
-  int tw = 32, th = 8;  // threads along the output row / column
-  int rows_mode = 1;  // 1: a thread's pixels step down the column; 0: along the row (1-D)
-  int cc = 8;         // input channels per staged chunk
+  int variant = 0;      // index into the compiled variants (sub-batch / k-group / pixels)
+  int tw = 32, th = 4;  // pixel threads along the output row / column
+  int rows_mode = 1;    // 1: a thread's pixels step down the column; 0: along the row (1-D)
+  int cc = 64;          // input channels per staged chunk
+  int kw = 1;           // k-group slots working in parallel on one tile (block = kw*tw*th threads)
+  int ksplit = 1;       // blocks sharing one tile's output channels (grid z)
 };
 
 struct direct_conv_params {
   int N, C, H, W, K, OH, OW;
   int stride_h, stride_w, pad_h, pad_w;
-  int tw, th, rows_mode, toh, tow;
+  int tw, th, rows_mode, toh, tow, kw, kper;
   int cc, sh, sw, nchunks, tiles_x;
-  int max_entries;
+  float inv_tiles_x;
 };
 
 namespace detail {
@@ -78,6 +86,14 @@ SDNN_DEVICE SDNN_FORCEINLINE T zero_value() {
   else return T(0);
 }
 
+// q = n / d, r = n % d for 0 <= n < 2^22 through a float reciprocal and one correction.
+SDNN_DEVICE SDNN_FORCEINLINE void divmod(int n, int d, float inv, int& q, int& r) {
+  q = __float2int_rz(__int2float_rn(n) * inv);
+  r = n - q * d;
+  if (r >= d) { ++q; r -= d; }
+  else if (r < 0) { --q; r += d; }
+}
+
 template <class T, class Acc, int NB, int KG, int P>
 __global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_params p, T const* __restrict__ in,
                                                                  tile_entry<T> const* __restrict__ ent,
@@ -86,24 +102,25 @@ __global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_par
                                                                  T* __restrict__ out) {
   constexpr bool half_acc = std::is_same_v<Acc, __half>;
   static_assert(!half_acc || std::is_same_v<T, __half>, "half accumulation needs half data");
-  static_assert(NB % 2 == 0, "images are paired");
+  static_assert(NB % 2 == 0 && 32 % NB == 0, "images are paired and a warp stages whole positions");
   using acc_t = std::conditional_t<half_acc, __half2, float>;
   constexpr int NA = half_acc ? NB / 2 : NB;
+  constexpr int COLS = 32 / NB;  // window columns one warp stages per segment
 
   extern __shared__ __align__(16) unsigned char smem[];
-  std::size_t const in_bytes = (std::size_t(p.cc) * p.sh * p.sw * NB * sizeof(T) + 15) / 16 * 16;
-  T* s_in = reinterpret_cast<T*>(smem);                                              // [cc][sh][sw][NB]
-  tile_entry<T>* s_ent = reinterpret_cast<tile_entry<T>*>(smem + in_bytes);          // [max_entries]
-  int* s_ptr = reinterpret_cast<int*>(smem + in_bytes + std::size_t(p.max_entries) * sizeof(tile_entry<T>));  // [KG+1]
+  T* s_in = reinterpret_cast<T*>(smem);  // [cc][sh][sw][NB]
 
   int const tid = threadIdx.x, nthreads = blockDim.x, lane = tid & 31, warp = tid >> 5, nwarps = nthreads >> 5;
-  int const k0 = blockIdx.x * KG;
-  int const tile_y = blockIdx.y / p.tiles_x, tile_x = blockIdx.y - tile_y * p.tiles_x;
-  int const n0 = blockIdx.z * NB;
+  int const npx = p.tw * p.th;
+  int tile_y, tile_x;
+  divmod(static_cast<int>(blockIdx.x), p.tiles_x, p.inv_tiles_x, tile_y, tile_x);
+  int const n0 = blockIdx.y * NB;
+  int const kbeg = blockIdx.z * p.kper, kend = min(p.K, kbeg + p.kper);
   int const oy0 = tile_y * p.toh, ox0 = tile_x * p.tow;
   int const iy0 = oy0 * p.stride_h - p.pad_h, ix0 = ox0 * p.stride_w - p.pad_w;
-  bool const active = tid < p.tw * p.th;
-  int const tx = tid % p.tw, ty = tid / p.tw;
+  int const ptid = tid % npx, kslot = tid / npx;
+  bool const active = kslot < p.kw;
+  int const tx = ptid % p.tw, ty = ptid / p.tw;
 
   int ly[P], lx[P], pbase[P];
 #pragma unroll
@@ -113,49 +130,63 @@ __global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_par
     pbase[q] = (ly[q] * p.stride_h * p.sw + lx[q] * p.stride_w) * NB;
   }
 
-  acc_t acc[KG][P][NA];
-#pragma unroll
-  for (int kk = 0; kk < KG; ++kk)
-#pragma unroll
-    for (int q = 0; q < P; ++q)
-#pragma unroll
-      for (int b = 0; b < NA; ++b) {
-        if constexpr (half_acc) acc[kk][q][b] = __float2half2_rn(0.0f);
-        else acc[kk][q][b] = 0.0f;
-      }
+  // staging geometry: rows (c, r), segments of COLS columns x NB images
+  int const segs_per_row = (p.sw + COLS - 1) / COLS;
+  int const nsegs = p.cc * p.sh * segs_per_row;
+  float const inv_spr = 1.0f / float(segs_per_row), inv_sh = 1.0f / float(p.sh);
+  int const img = lane % NB, colo = lane / NB;
+  int const n = n0 + img;
+  std::size_t const plane = std::size_t(p.H) * p.W;
 
-  int const kend = min(k0 + KG, p.K);
-  int const rows_total = NB * p.cc * p.sh;
   for (int j = 0; j < p.nchunks; ++j) {
     int const c0 = j * p.cc;
     __syncthreads();  // the previous chunk's reads are done
-    // 1. input window, one warp per (image, channel, row)
-    for (int rid = warp; rid < rows_total; rid += nwarps) {
-      int const img = rid / (p.cc * p.sh);
-      int const rem = rid - img * p.cc * p.sh;
-      int const c = rem / p.sh, r = rem - c * p.sh;
-      int const n = n0 + img, cg = c0 + c, gy = iy0 + r;
-      bool const row_ok = n < p.N && cg < p.C && gy >= 0 && gy < p.H;
-      T const* src = in + ((std::size_t(row_ok ? n : 0) * p.C + (row_ok ? cg : 0)) * p.H + (row_ok ? gy : 0)) * p.W;
-      T* dst = s_in + std::size_t(c * p.sh + r) * p.sw * NB + img;
-      for (int col = lane; col < p.sw; col += 32) {
-        int const gx = ix0 + col;
-        dst[col * NB] = (row_ok && gx >= 0 && gx < p.W) ? src[gx] : zero_value<T>();
+    for (int s0 = warp; s0 < nsegs; s0 += 4 * nwarps) {
+      T v[4];
+      int dst[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        int const seg = s0 + u * nwarps;
+        dst[u] = -1;
+        v[u] = zero_value<T>();
+        if (seg < nsegs) {
+          int row, cs, c, r;
+          divmod(seg, segs_per_row, inv_spr, row, cs);
+          divmod(row, p.sh, inv_sh, c, r);
+          int const col = cs * COLS + colo, cg = c0 + c, gy = iy0 + r, gx = ix0 + col;
+          if (col < p.sw) {
+            dst[u] = ((c * p.sh + r) * p.sw + col) * NB + img;
+            if (n < p.N && cg < p.C && gy >= 0 && gy < p.H && gx >= 0 && gx < p.W)
+              v[u] = in[(std::size_t(n) * p.C + cg) * plane + std::size_t(gy) * p.W + gx];
+          }
+        }
       }
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (dst[u] >= 0) s_in[dst[u]] = v[u];
     }
-    // 2. this chunk's entries of channels [k0, kend)
-    int const eb = ptr[std::size_t(j) * p.K + k0], ee = ptr[std::size_t(j) * p.K + kend];
-    for (int i = tid; i < ee - eb; i += nthreads) s_ent[i] = ent[eb + i];
-    if (tid <= KG) s_ptr[tid] = ptr[std::size_t(j) * p.K + min(k0 + tid, p.K)] - eb;
     __syncthreads();
-    // 3. accumulate
-    if (active) {
+    if (!active) continue;
+    bool const last = j + 1 == p.nchunks;
+    for (int kg = kbeg + kslot * KG; kg < kend; kg += p.kw * KG) {
+      acc_t acc[KG][P][NA];
+#pragma unroll
+      for (int kk = 0; kk < KG; ++kk)
+#pragma unroll
+        for (int q = 0; q < P; ++q)
+#pragma unroll
+          for (int b = 0; b < NA; ++b) {
+            if constexpr (half_acc) acc[kk][q][b] = __float2half2_rn(0.0f);
+            else acc[kk][q][b] = 0.0f;
+          }
+      std::int32_t const* pk = ptr + std::size_t(j) * p.K + kg;
 #pragma unroll
       for (int kk = 0; kk < KG; ++kk) {
-        int const b0 = s_ptr[kk], b1 = s_ptr[kk + 1];
-#pragma unroll 2
+        if (kg + kk >= kend) break;
+        int const b0 = __ldg(pk + kk), b1 = __ldg(pk + kk + 1);
+#pragma unroll 4
         for (int i = b0; i < b1; ++i) {
-          tile_entry<T> const e = s_ent[i];
+          tile_entry<T> const e = ent[i];
 #pragma unroll
           for (int q = 0; q < P; ++q) {
             vec_pack<T, NB> const x = *reinterpret_cast<vec_pack<T, NB> const*>(s_in + e.off + pbase[q]);
@@ -179,35 +210,40 @@ __global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_par
           }
         }
       }
-    }
-  }
-  if (!active) return;
-  // epilogue: bias + ReLU in float, one rounding on store
+      // store (accumulating over chunks; bias + ReLU after the last), in float
 #pragma unroll
-  for (int kk = 0; kk < KG; ++kk) {
-    int const k = k0 + kk;
-    if (k >= p.K) break;
-    float const bk = bias ? bias[k] : 0.0f;
+      for (int kk = 0; kk < KG; ++kk) {
+        int const k = kg + kk;
+        if (k >= kend) break;
+        float const bk = (last && bias) ? bias[k] : 0.0f;
 #pragma unroll
-    for (int q = 0; q < P; ++q) {
-      int const oy = oy0 + ly[q], ox = ox0 + lx[q];
-      if (oy >= p.OH || ox >= p.OW) continue;
+        for (int q = 0; q < P; ++q) {
+          int const oy = oy0 + ly[q], ox = ox0 + lx[q];
+          if (oy >= p.OH || ox >= p.OW || ly[q] >= p.toh || lx[q] >= p.tow) continue;
 #pragma unroll
-      for (int b = 0; b < NB; ++b) {
-        int const n = n0 + b;
-        if (n >= p.N) break;
-        float v;
-        if constexpr (half_acc) v = b % 2 == 0 ? __low2float(acc[kk][q][b / 2]) : __high2float(acc[kk][q][b / 2]);
-        else v = acc[kk][q][b];
-        v += bk;
-        if (relu && v < 0.0f) v = 0.0f;
-        out[((std::size_t(n) * p.K + k) * p.OH + oy) * p.OW + ox] = value_cast<T>(v);
+          for (int b = 0; b < NB; ++b) {
+            int const nn = n0 + b;
+            if (nn >= p.N) break;
+            float v;
+            if constexpr (half_acc) v = b % 2 == 0 ? __low2float(acc[kk][q][b / 2]) : __high2float(acc[kk][q][b / 2]);
+            else v = acc[kk][q][b];
+            T* o = out + ((std::size_t(nn) * p.K + k) * p.OH + oy) * p.OW + ox;
+            if (j > 0) v += value_cast<float>(*o);
+            if (last) {
+              v += bk;
+              if (relu && v < 0.0f) v = 0.0f;
+            }
+            *o = value_cast<T>(v);
+          }
+        }
       }
     }
   }
 }
 
 // The compiled variants tuning chooses from (accumulators KG*P*NB = 64 in each).
+// Measured on an H200 (bench_conv --quick, 2026-11-21): (2, 8, 4) won most float layers;
+// (4, 8, 2) most half layers; (8, 8, 1) none, kept for sub-batch 8.
 template <int I>
 struct direct_conv_variant;
 template <>
@@ -222,7 +258,11 @@ template <>
 struct direct_conv_variant<2> {
   using type = policy::direct_sparse_conv<8, 8, 1>;
 };
-inline constexpr int direct_conv_variant_count = 3;
+template <>
+struct direct_conv_variant<3> {
+  using type = policy::direct_sparse_conv<2, 4, 8>;  // 16 FMAs per entry load
+};
+inline constexpr int direct_conv_variant_count = 4;
 
 template <int I, class F>
 void with_variant(int v, F&& f) {
@@ -234,18 +274,6 @@ void with_variant(int v, F&& f) {
   }
 }
 
-inline int variant_index(int sub_batch, int k_group, int pixels) {
-  int found = -1;
-  auto probe = [&](auto pol) {
-    using P = decltype(pol);
-    return P::sub_batch == sub_batch && P::k_group == k_group && P::pixels == pixels;
-  };
-  if (probe(direct_conv_variant<0>::type{})) found = 0;
-  if (probe(direct_conv_variant<1>::type{})) found = 1;
-  if (probe(direct_conv_variant<2>::type{})) found = 2;
-  return found;
-}
-
 }  // namespace detail
 
 // Geometry of one (variant, config) on a shape: tile, window, chunking.
@@ -253,6 +281,7 @@ struct direct_conv_geometry {
   int sub_batch, k_group, pixels;
   int toh, tow, sh, sw;
   int cc, nchunks, tiles_x, tiles_y;
+  int threads, kper;  // block threads; output channels per k-split
 };
 
 inline direct_conv_geometry geometry_of(conv_shape const& s, direct_conv_config const& c) {
@@ -263,9 +292,10 @@ inline direct_conv_geometry geometry_of(conv_shape const& s, direct_conv_config 
     g.k_group = P::k_group;
     g.pixels = P::pixels;
   });
-  SDNN_EXPECTS(c.tw >= 1 && c.th >= 1 && c.tw * c.th <= 256, "direct_conv_config: tw*th must be in [1, 256], got ",
-               c.tw, " x ", c.th);
-  SDNN_EXPECTS(c.cc >= 1, "direct_conv_config: cc must be >= 1, got ", c.cc);
+  SDNN_EXPECTS(c.tw >= 1 && c.th >= 1 && c.kw >= 1 && c.kw * c.tw * c.th <= 256,
+               "direct_conv_config: kw*tw*th must be in [1, 256], got ", c.kw, " x ", c.tw, " x ", c.th);
+  SDNN_EXPECTS(c.cc >= 1 && c.ksplit >= 1, "direct_conv_config: cc and ksplit must be >= 1, got ", c.cc, ", ",
+               c.ksplit);
   g.toh = c.rows_mode ? c.th * g.pixels : c.th;
   g.tow = c.rows_mode ? c.tw : c.tw * g.pixels;
   g.sh = (g.toh - 1) * s.stride_h + (s.R - 1) * s.dil_h + 1;
@@ -274,6 +304,10 @@ inline direct_conv_geometry geometry_of(conv_shape const& s, direct_conv_config 
   g.nchunks = (s.C + g.cc - 1) / g.cc;
   g.tiles_x = (s.OW() + g.tow - 1) / g.tow;
   g.tiles_y = (s.OH() + g.toh - 1) / g.toh;
+  g.threads = (c.kw * c.tw * c.th + 31) / 32 * 32;
+  int const kgroups = (s.K + g.k_group - 1) / g.k_group;
+  int const split = std::min(c.ksplit, kgroups);
+  g.kper = (kgroups + split - 1) / split * g.k_group;
   return g;
 }
 
@@ -282,10 +316,9 @@ template <class T>
 struct device_tiled_weights {
   direct_conv_config config;
   direct_conv_geometry geom{};
-  int max_entries = 0;
   device_buffer<tile_entry<T>> entries;  // [nnz] chunk-major
   device_buffer<std::int32_t> ptr;       // [nchunks*K + 1]
-  std::size_t smem_bytes = 0;
+  std::size_t smem_bytes = 0;            // the input window
 };
 
 // Builds and uploads the tiled entries (the upload from pageable memory completes before
@@ -297,7 +330,6 @@ device_tiled_weights<T> make_device_tiled_weights(sparse_conv_weights<T> const& 
   d.config = c;
   d.geom = geometry_of(w.shape, c);
   auto const t = make_tiled_entries(w, d.geom.cc, d.geom.sh, d.geom.sw);
-  d.max_entries = static_cast<int>(t.max_group_entries(w.shape.K, d.geom.k_group));
   host_buffer<tile_entry<T>> he(t.values.size());
   for (std::size_t i = 0; i < t.values.size(); ++i) {
     he[i].off = t.tile_offset[i] * d.geom.sub_batch;  // interleaved images: position * NB
@@ -307,9 +339,7 @@ device_tiled_weights<T> make_device_tiled_weights(sparse_conv_weights<T> const& 
   host_buffer<std::int32_t> hp(t.ptr.begin(), t.ptr.end());
   d.entries = copy_to<device_space>(he, exec);
   d.ptr = copy_to<device_space>(hp, exec);
-  std::size_t const in_bytes =
-      (std::size_t(d.geom.cc) * d.geom.sh * d.geom.sw * d.geom.sub_batch * sizeof(T) + 15) / 16 * 16;
-  d.smem_bytes = in_bytes + std::size_t(d.max_entries) * sizeof(tile_entry<T>) + (d.geom.k_group + 1) * sizeof(int);
+  d.smem_bytes = std::size_t(d.geom.cc) * d.geom.sh * d.geom.sw * d.geom.sub_batch * sizeof(T);
   return d;
 }
 
@@ -324,58 +354,60 @@ void direct_sparse_conv(device_tiled_weights<T> const& w, conv_shape const& s, s
   p.N = static_cast<int>(N);
   p.C = s.C; p.H = s.H; p.W = s.W; p.K = s.K; p.OH = s.OH(); p.OW = s.OW();
   p.stride_h = s.stride_h; p.stride_w = s.stride_w; p.pad_h = s.pad_h; p.pad_w = s.pad_w;
-  p.tw = w.config.tw; p.th = w.config.th; p.rows_mode = w.config.rows_mode;
+  p.tw = w.config.tw; p.th = w.config.th; p.rows_mode = w.config.rows_mode; p.kw = w.config.kw; p.kper = g.kper;
   p.toh = g.toh; p.tow = g.tow; p.cc = g.cc; p.sh = g.sh; p.sw = g.sw; p.nchunks = g.nchunks;
   p.tiles_x = g.tiles_x;
-  p.max_entries = w.max_entries;
+  p.inv_tiles_x = 1.0f / float(g.tiles_x);
   int dev = 0, optin = 0;
   SDNN_CUDA_CHECK(cudaGetDevice(&dev));
   SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  SDNN_EXPECTS(w.smem_bytes <= std::size_t(optin), "direct_sparse_conv: the tile needs ", w.smem_bytes,
+  SDNN_EXPECTS(w.smem_bytes <= std::size_t(optin), "direct_sparse_conv: the input window needs ", w.smem_bytes,
                " bytes of shared memory, the device allows ", optin, "; use fewer channels per chunk (cc)");
   std::int64_t const tiles = std::int64_t(g.tiles_x) * g.tiles_y;
   std::int64_t const groups = (N + g.sub_batch - 1) / g.sub_batch;
-  SDNN_EXPECTS(tiles <= 65535 && groups <= 65535, "direct_sparse_conv: grid too large (", tiles, " tiles, ", groups,
-               " sub-batches; at most 65535 each)");
-  dim3 const grid(static_cast<unsigned>((s.K + g.k_group - 1) / g.k_group), static_cast<unsigned>(tiles),
-                  static_cast<unsigned>(groups));
-  int const threads = (w.config.tw * w.config.th + 31) / 32 * 32;
+  std::int64_t const splits = (s.K + g.kper - 1) / g.kper;
+  SDNN_EXPECTS(tiles < (std::int64_t(1) << 22) && groups <= 65535, "direct_sparse_conv: grid too large (", tiles,
+               " tiles, at most 2^22; ", groups, " sub-batches, at most 65535)");
+  dim3 const grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups), static_cast<unsigned>(splits));
   detail::with_variant<0>(w.config.variant, [&](auto pol) {
     using P = decltype(pol);
     auto kernel = detail::direct_sparse_conv_kernel<T, Acc, P::sub_batch, P::k_group, P::pixels>;
     SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(w.smem_bytes)));
-    kernel<<<grid, threads, w.smem_bytes, exec.stream>>>(p, in, w.entries.data(), w.ptr.data(), bias, relu ? 1 : 0,
-                                                         out);
+    kernel<<<grid, g.threads, w.smem_bytes, exec.stream>>>(p, in, w.entries.data(), w.ptr.data(), bias,
+                                                           relu ? 1 : 0, out);
     SDNN_CUDA_CHECK_LAUNCH();
   });
 }
 
-// Candidate block shapes for a shape (tuning tries each for every variant). cc fills a
-// ~40 KB input window (leaves room for several blocks per SM on Hopper's 228 KB).
+// Candidate block shapes for a shape (tuning tries each). For every variant and pixel
+// tile, cc is the largest channel count whose window fits window_budget (one chunk when
+// the whole C fits: 100 KB leaves room for two blocks per SM on Hopper's 228 KB), kw
+// fills the block to ~256 threads with k-group slots, and ksplit gives the grid at least
+// ~2 blocks per SM (assumed 132 SMs) for batch `batch`.
 inline std::vector<direct_conv_config> direct_conv_candidates(conv_shape const& s, std::size_t elem_bytes,
-                                                              std::size_t window_budget = 40 * 1024) {
+                                                              std::int64_t batch = 128,
+                                                              std::size_t window_budget = 100 * 1024) {
   std::vector<direct_conv_config> out;
+  int const rows_mode = s.OH() > 1 ? 1 : 0;
   for (int v = 0; v < detail::direct_conv_variant_count; ++v) {
-    std::vector<std::pair<int, int>> shapes;  // (tw, th)
-    int P = 1, NB = 2;
+    int P = 1, NB = 2, KG = 8;
     detail::with_variant<0>(v, [&](auto pol) {
       P = decltype(pol)::pixels;
       NB = decltype(pol)::sub_batch;
+      KG = decltype(pol)::k_group;
     });
-    int const rows_mode = s.OH() > 1 ? 1 : 0;
+    std::vector<std::pair<int, int>> shapes;  // (tw, th)
+    auto add = [&](int tw, int th) {
+      if (std::find(shapes.begin(), shapes.end(), std::make_pair(tw, th)) == shapes.end()) shapes.push_back({tw, th});
+    };
     if (rows_mode) {
-      int const tw = std::min(32, s.OW());
-      for (int threads : {128, 256}) {
-        int th = std::max(1, threads / tw);
-        th = std::min(th, (s.OH() + P - 1) / P);
-        if (std::find(shapes.begin(), shapes.end(), std::make_pair(tw, th)) == shapes.end()) shapes.push_back({tw, th});
+      for (int tw : {32, 16}) {
+        tw = std::min(tw, s.OW());
+        for (int toh : {4, 8, 16}) add(tw, std::max(1, std::min((toh + P - 1) / P, (s.OH() + P - 1) / P)));
       }
     } else {
-      for (int threads : {128, 256}) {
-        int const tw = std::min(threads, ((s.OW() + P - 1) / P + 31) / 32 * 32);
-        if (std::find(shapes.begin(), shapes.end(), std::make_pair(tw, 1)) == shapes.end()) shapes.push_back({tw, 1});
-      }
+      for (int tw : {32, 64, 128}) add(std::min(tw, ((s.OW() + P - 1) / P + 31) / 32 * 32), 1);
     }
     for (auto [tw, th] : shapes) {
       direct_conv_config c;
@@ -389,6 +421,12 @@ inline std::vector<direct_conv_config> direct_conv_candidates(conv_shape const& 
       int const cc_max = static_cast<int>(std::max<std::size_t>(1, window_budget / per_channel));
       int const chunks = (s.C + cc_max - 1) / cc_max;
       c.cc = (s.C + chunks - 1) / chunks;
+      int const kgroups = (s.K + KG - 1) / KG;
+      c.kw = std::max(1, std::min(256 / (tw * th), kgroups));
+      std::int64_t const blocks = std::int64_t(g.tiles_x) * g.tiles_y * ((batch + NB - 1) / NB);
+      std::int64_t const want = 2 * 132;
+      if (blocks < want)
+        c.ksplit = static_cast<int>(std::min<std::int64_t>((kgroups + c.kw - 1) / c.kw, (want + blocks - 1) / blocks));
       out.push_back(c);
     }
   }

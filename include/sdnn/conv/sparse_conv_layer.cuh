@@ -103,7 +103,7 @@ class sparse_conv2d : public layer<T> {
     SDNN_CUDA_CHECK(cudaEventCreate(&a));
     SDNN_CUDA_CHECK(cudaEventCreate(&b));
     double best = std::numeric_limits<double>::infinity();
-    for (auto const& c : conv::direct_conv_candidates(w_.shape, sizeof(T))) {
+    for (auto const& c : conv::direct_conv_candidates(w_.shape, sizeof(T), batch)) {
       auto d = conv::make_device_tiled_weights(w_, c, exec);
       if (d.smem_bytes > std::size_t(optin)) continue;
       conv::direct_sparse_conv<Acc>(d, w_.shape, nb, in.data(), bias_ptr(), opt_.relu, out.data(), exec);
@@ -141,7 +141,7 @@ class sparse_conv2d : public layer<T> {
     check_views(in, out);
     if (!dev_) {
       upload_bias(exec);
-      conv::direct_conv_config c = opt_.force ? *opt_.force : conv::direct_conv_candidates(w_.shape, sizeof(T)).front();
+      conv::direct_conv_config c = opt_.force ? *opt_.force : conv::direct_conv_candidates(w_.shape, sizeof(T), in.rows).front();
       dev_ = conv::make_device_tiled_weights(w_, c, exec);
     }
     conv::direct_sparse_conv<Acc>(*dev_, w_.shape, in.rows, in.data, bias_ptr(), opt_.relu, out.data, exec);
