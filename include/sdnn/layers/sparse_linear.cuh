@@ -50,26 +50,35 @@ struct sparse_linear_device {
   buffer<T, device_space> t_vals;
   kernels::csc_tiles_view<T> tiles;
 
-  // Copies W^T to the host, groups its columns into footprint tiles and uploads them.
-  // Synchronises exec.stream (plan-time work). Leaves tiles_ok false when a column has more
-  // inputs than a tile's footprint can hold.
-  void prepare_tiles(std::int32_t tile_cols, std::int32_t max_footprint, cuda_exec exec) {
-    if (tiles_built) return;
+  // Plan-time tiles in three steps, so a pipeline can build many layers' tiles on host
+  // threads: fetch_wt (device -> host copies enqueued; sync before use), build (host only,
+  // kernels::build_csc_tiles), install_tiles (upload; synchronises exec.stream).
+  struct host_wt {
+    host_buffer<std::int32_t> rp, ci;
+    host_buffer<T> vv;
+    csr_view<T, std::int32_t> view() const {
+      return {static_cast<std::int32_t>(rp.size()) - 1, cols, static_cast<std::int32_t>(ci.size()), rp.data(), ci.data(),
+              vv.data()};
+    }
+    std::int32_t cols = 0;
+  };
+  host_wt fetch_wt(cuda_exec exec) const {
+    host_wt h{host_buffer<std::int32_t>(wt.row_ptr().size()), host_buffer<std::int32_t>(wt.col_idx().size()),
+              host_buffer<T>(wt.values().size()), wt.cols()};
+    copy(h.rp, wt.row_ptr(), exec);
+    copy(h.ci, wt.col_idx(), exec);
+    copy(h.vv, wt.values(), exec);
+    return h;
+  }
+  void install_tiles(kernels::csc_tiles_host<T> const& th, bool ok, cuda_exec exec) {
     tiles_built = true;
-    host_buffer<std::int32_t> rp(wt.row_ptr().size()), ci(wt.col_idx().size());
-    host_buffer<T> vv(wt.values().size());
-    copy(rp, wt.row_ptr(), exec);
-    copy(ci, wt.col_idx(), exec);
-    copy(vv, wt.values(), exec);
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
-    csr_view<T, std::int32_t> h{wt.rows(), wt.cols(), wt.nnz(), rp.data(), ci.data(), vv.data()};
-    kernels::csc_tiles_host<T> th;
-    tiles_ok = kernels::build_csc_tiles(h, tile_cols, max_footprint, th);
-    if (!tiles_ok) return;
+    tiles_ok = ok;
+    if (!ok) return;
     auto up = [&](auto const& v) {
       using E = typename std::decay_t<decltype(v)>::value_type;
       buffer<E, device_space> d(v.size(), exec);
-      if (!v.empty()) SDNN_CUDA_CHECK(cudaMemcpyAsync(d.data(), v.data(), v.size() * sizeof(E), cudaMemcpyHostToDevice, exec.stream));
+      if (!v.empty())
+        SDNN_CUDA_CHECK(cudaMemcpyAsync(d.data(), v.data(), v.size() * sizeof(E), cudaMemcpyHostToDevice, exec.stream));
       return d;
     };
     t_fp_ptr = up(th.fp_ptr);
@@ -79,9 +88,18 @@ struct sparse_linear_device {
     t_nnz_ptr = up(th.nnz_ptr);
     t_lidx = up(th.lidx);
     t_vals = up(th.vals);
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // the host vectors die here
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // th may die after this returns
     tiles = {th.n, th.k, th.tiles, th.max_footprint, t_fp_ptr.data(), t_fp.data(), t_col_ptr.data(), t_cols.data(),
              t_nnz_ptr.data(), t_lidx.data(), t_vals.data()};
+  }
+  // All three steps for this layer. Synchronises exec.stream (plan-time work).
+  void prepare_tiles(std::int32_t tile_cols, std::int32_t max_footprint, cuda_exec exec) {
+    if (tiles_built) return;
+    auto h = fetch_wt(exec);
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+    kernels::csc_tiles_host<T> th;
+    bool const ok = kernels::build_csc_tiles(h.view(), tile_cols, max_footprint, th);
+    install_tiles(th, ok, exec);
   }
 
   // W (in x out) in device memory -> W^T; bias (host, out values or empty) copied.
@@ -121,6 +139,8 @@ struct sparse_linear_impl {
 template <int R, int Th>
 struct sparse_linear_impl<policy::csc_gather<R, Th>> {
   static constexpr bool uses_row_list = false;
+  static constexpr bool uses_tiles = false;
+  static constexpr std::int32_t tile_cols = 0, max_footprint = 0;
   template <class T>
   static void prepare(sparse_linear_device<T>&, cuda_exec) {}
   template <class T>
@@ -138,6 +158,8 @@ struct sparse_linear_impl<policy::csc_gather<R, Th>> {
 template <int R, int Th>
 struct sparse_linear_impl<policy::csc_tiled<R, Th>> {
   static constexpr bool uses_row_list = false;
+  static constexpr bool uses_tiles = true;
+  static constexpr std::int32_t tile_cols = Th, max_footprint = policy::csc_tiled<R, Th>::max_footprint;
   template <class T>
   static void prepare(sparse_linear_device<T>& s, cuda_exec exec) {
     s.prepare_tiles(Th, policy::csc_tiled<R, Th>::max_footprint, exec);
@@ -160,6 +182,9 @@ struct sparse_linear_impl<policy::csc_tiled<R, Th>> {
 template <class Inner>
 struct sparse_linear_impl<policy::skip_empty_rows<Inner>> {
   static constexpr bool uses_row_list = true;
+  static constexpr bool uses_tiles = sparse_linear_impl<Inner>::uses_tiles;
+  static constexpr std::int32_t tile_cols = sparse_linear_impl<Inner>::tile_cols,
+                                max_footprint = sparse_linear_impl<Inner>::max_footprint;
   template <class T>
   static void prepare(sparse_linear_device<T>& s, cuda_exec exec) {
     sparse_linear_impl<Inner>::prepare(s, exec);
@@ -187,6 +212,8 @@ struct sparse_linear_impl<policy::skip_empty_rows<Inner>> {
 template <class Policy>
 struct sparse_linear_cusparse_all_rows {
   static constexpr bool uses_row_list = false;
+  static constexpr bool uses_tiles = false;
+  static constexpr std::int32_t tile_cols = 0, max_footprint = 0;
   template <class T>
   static void prepare(sparse_linear_device<T>&, cuda_exec) {}
   template <class T>
@@ -215,6 +242,8 @@ struct sparse_linear_impl<policy::cusparse_buffer_per_call>
 template <>
 struct sparse_linear_impl<policy::cusparse_filter_rows> {
   static constexpr bool uses_row_list = true;
+  static constexpr bool uses_tiles = false;
+  static constexpr std::int32_t tile_cols = 0, max_footprint = 0;
   template <class T>
   static void prepare(sparse_linear_device<T>&, cuda_exec) {}
   template <class T>

@@ -105,7 +105,8 @@ class sparse_linear : public layer<T> {
     epi_.bias = nullptr;
     device_ = std::make_shared<detail::sparse_linear_device<T>>(w_device.view(), epi_,
                                                                 bias_.empty() ? nullptr : bias_.data(), exec);
-    detail::sparse_linear_impl<Policy>::prepare(*static_cast<detail::sparse_linear_device<T>*>(device_.get()), exec);
+    // Plan-time preparation (csc_tiled: tiles) is left to plan() or the first device call, so
+    // that a pipeline can prepare many layers at once.
   }
 
   // Uploads and transposes the weights (first call only; csc_tiled also builds its tiles) and sizes the workspace for
@@ -113,6 +114,7 @@ class sparse_linear : public layer<T> {
   void plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) override {
     out_features(in_features);
     device(exec).reserve(batch, exec);
+    detail::sparse_linear_impl<Policy>::prepare(device(exec), exec);
   }
   void forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) override {
     check_shapes(in, out);
@@ -129,6 +131,7 @@ class sparse_linear : public layer<T> {
     detail::sparse_linear_impl<Policy>::forward_rows(device(exec), in, out, list, count, max_live, flags, exec);
   }
   static constexpr bool uses_row_list() { return detail::sparse_linear_impl<Policy>::uses_row_list; }
+  static constexpr bool uses_tiles() { return detail::sparse_linear_impl<Policy>::uses_tiles; }
 
   detail::sparse_linear_device<T>& device(cuda_exec exec) {
     if (!device_) {

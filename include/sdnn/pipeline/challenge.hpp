@@ -32,6 +32,9 @@
 #include "sdnn/policies/sparse_linear.hpp"
 
 #if defined(__CUDACC__)
+#include <atomic>
+#include <thread>
+
 #include "sdnn/kernels/challenge.cuh"
 #endif
 
@@ -120,6 +123,7 @@ class challenge_network {
   void plan(std::int64_t inputs, cuda_exec exec, challenge_options opt = {}) {
     SDNN_EXPECTS(inputs >= 0 && inputs <= INT32_MAX, "challenge_network: inputs must fit int32, got ", inputs);
     for (auto& l : layers_) l->device(exec);
+    if constexpr (layer_type::uses_tiles()) prepare_tiles(exec);
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
     std::size_t free_b = 0, total_b = 0;
     SDNN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -207,6 +211,35 @@ class challenge_network {
   // Which ping-pong slot holds the final activations / list after all layers.
   int final_y() const { return static_cast<int>(layers_.size() % 2); }
   int final_slot() const { return layer_type::uses_row_list() ? static_cast<int>(layers_.size() % 2) : 0; }
+
+  // Builds every layer's footprint tiles: weights fetched to the host in chunks, tiles built
+  // on host threads in parallel, then uploaded. Synchronises exec.stream.
+  void prepare_tiles(cuda_exec exec) {
+    using impl = layers::detail::sparse_linear_impl<Policy>;
+    std::size_t const chunk = 64;
+    unsigned const workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    std::vector<std::size_t> todo;
+    for (std::size_t l = 0; l < layers_.size(); ++l)
+      if (!layers_[l]->device(exec).tiles_built) todo.push_back(l);
+    for (std::size_t c0 = 0; c0 < todo.size(); c0 += chunk) {
+      std::size_t const c1 = std::min(todo.size(), c0 + chunk);
+      std::vector<typename layers::detail::sparse_linear_device<float>::host_wt> hw;
+      for (std::size_t i = c0; i < c1; ++i) hw.push_back(layers_[todo[i]]->device(exec).fetch_wt(exec));
+      SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+      std::vector<kernels::csc_tiles_host<float>> th(c1 - c0);
+      std::vector<char> ok(c1 - c0, 0);
+      std::atomic<std::size_t> next{0};
+      std::vector<std::thread> pool;
+      for (unsigned t = 0; t < workers; ++t)
+        pool.emplace_back([&] {
+          for (std::size_t i = next++; i < th.size(); i = next++)
+            ok[i] = kernels::build_csc_tiles(hw[i].view(), impl::tile_cols, impl::max_footprint, th[i]);
+        });
+      for (auto& t : pool) t.join();
+      for (std::size_t i = c0; i < c1; ++i)
+        layers_[todo[i]]->device(exec).install_tiles(th[i - c0], ok[i - c0] != 0, exec);
+    }
+  }
 
   void enqueue_batch(cuda_exec exec, csr_view<float, std::int32_t> inputs, std::int32_t first, std::int32_t rows) {
     auto& w = *static_cast<device_ws*>(ws_.get());
