@@ -8,10 +8,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -220,4 +224,41 @@ TEST_CASE("line_reader handles lines longer than its buffer", "[io]") {
   REQUIRE(in.next(l));
   REQUIRE(l == "yz");
   REQUIRE_FALSE(in.next(l));
+}
+
+TEST_CASE("parse_real: the exact fast path and the general parser agree with strtof/strtod bit for bit", "[io]") {
+  std::mt19937_64 rng(11);
+  char const* fmts[] = {"%e", "%.3e", "%g", "%.9g", "%.2f", "%.7f", "%.1e", "%.17g", "%.0f"};
+  char buf[64];
+  std::int64_t bad = 0, fast = 0, n = 0;
+  auto check = [&](char const* t) {
+    float f = 0;
+    double d = 0;
+    bool const ok = io::detail::parse_real(std::string_view(t), f) && io::detail::parse_real(std::string_view(t), d);
+    float const fr = std::strtof(t, nullptr);
+    double const dr = std::strtod(t, nullptr);
+    float tmp;
+    fast += io::detail::parse_real_fast_path(t, t + std::strlen(t), tmp);
+    bad += !ok || std::memcmp(&f, &fr, sizeof f) != 0 || std::memcmp(&d, &dr, sizeof d) != 0;
+    ++n;
+  };
+  for (int i = 0; i < 20000; ++i) {
+    double v;
+    switch (rng() % 4) {
+      case 0: v = std::ldexp(static_cast<double>(rng() % 100000), -static_cast<int>(rng() % 30)); break;
+      case 1: v = static_cast<double>(rng() % 2000001) / 1000.0 - 1000; break;
+      case 2: v = std::ldexp(static_cast<double>(rng() >> 11), -60 + static_cast<int>(rng() % 80)); break;
+      default: v = static_cast<double>(rng() % 100000000); break;
+    }
+    std::snprintf(buf, sizeof buf, fmts[rng() % 9], v);
+    check(buf);
+  }
+  for (char const* t : {"6.250000e-02", "1", "0", "-0", "0.5", "16777216", "16777217", "1e10", "1e-10", "-3.25E+2", ".5"})
+    check(t);
+  INFO(n << " tokens, " << fast << " on the fast path");
+  CHECK(bad == 0);
+  CHECK(fast > n / 4);
+  float f = 0;
+  for (char const* t : {"", "+", "-", "+-1", "1e", "1e+", "1.2.3", "0x", "--1", "1 ", "abc"})
+    CHECK_FALSE(io::detail::parse_real(std::string_view(t), f));
 }

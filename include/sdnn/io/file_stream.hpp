@@ -301,6 +301,61 @@ inline bool parse_int(std::string_view s, std::int64_t& out) {
   return true;
 }
 
+// Clinger's exact fast path for short decimals ("6.250000e-02", "1", "0.5"): when the digits
+// form an integer m exactly representable in T and 10^|p| is exact in T too, m * 10^p (or
+// m / 10^-p) is one correctly rounded operation on exact operands, i.e. the correctly rounded
+// value. float: m <= 2^24, |p| <= 10; double: m <= 2^53, |p| <= 22. Returns false (caller
+// falls back to the general parser) for anything else.
+template <class T>
+bool parse_real_fast_path(char const* b, char const* e, T& out) {
+  constexpr bool is_float = std::is_same_v<T, float>;
+  constexpr std::uint64_t max_m = is_float ? (std::uint64_t(1) << 24) : (std::uint64_t(1) << 53);
+  constexpr int max_p = is_float ? 10 : 22;
+  bool neg = false;
+  if (b < e && *b == '-') {
+    neg = true;
+    ++b;
+  }
+  std::uint64_t m = 0;
+  int p = 0, digits = 0;
+  bool dot = false;
+  for (; b < e; ++b) {
+    unsigned const d = static_cast<unsigned>(*b - '0');
+    if (d <= 9) {
+      m = m * 10 + d;
+      if (m > max_m) return false;
+      if (dot) --p;
+      ++digits;
+    } else if (*b == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+  }
+  if (digits == 0) return false;
+  if (b < e) {
+    if (*b != 'e' && *b != 'E') return false;
+    ++b;
+    bool eneg = false;
+    if (b < e && (*b == '+' || *b == '-')) eneg = *b++ == '-';
+    if (b == e) return false;
+    int x = 0;
+    for (; b < e; ++b) {
+      unsigned const d = static_cast<unsigned>(*b - '0');
+      if (d > 9 || x > 1000) return false;
+      x = x * 10 + static_cast<int>(d);
+    }
+    p += eneg ? -x : x;
+  }
+  if (p < -max_p || p > max_p) return false;
+  T pow10 = 1;
+  for (int i = 0; i < (p < 0 ? -p : p); ++i) pow10 *= T(10);  // exact: 10^|p| <= 10^max_p
+  T v = static_cast<T>(m);
+  v = p < 0 ? v / pow10 : v * pow10;
+  out = neg ? -v : v;
+  return true;
+}
+
 // Parses a whole field as a floating-point number (decimal or exponent form, inf, nan).
 template <class T>
 bool parse_real(std::string_view s, T& out) {
@@ -309,7 +364,10 @@ bool parse_real(std::string_view s, T& out) {
   char const* b = s.data();
   if (*b == '+') ++b;  // from_chars does not take a leading '+'
   char const* e = s.data() + s.size();
-  if (b == e) return false;
+  if (b == e || (b != s.data() && *b == '-')) return false;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (parse_real_fast_path(b, e, out)) return true;
+  }
 #if defined(__cpp_lib_to_chars) && __cpp_lib_to_chars >= 201611L
   auto const r = std::from_chars(b, e, out);
   return r.ec == std::errc() && r.ptr == e;
