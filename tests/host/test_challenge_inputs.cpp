@@ -103,6 +103,7 @@ TEST_CASE("challenge_inputs_from_mnist: shape, binary values, cyclic replication
   CHECK(vy >= 18);
   REQUIRE(data::challenge_inputs_from_mnist(m, 1024, 0).rows() == 0);
   REQUIRE(error_text([&] { data::challenge_inputs_from_mnist(m, 1000, 1); }).find("perfect square") != std::string::npos);
+  REQUIRE(error_text([&] { data::challenge_inputs_from_mnist(m, 256, 1); }).find("only upscaling") != std::string::npos);
   REQUIRE(error_text([&] { data::challenge_inputs_from_mnist(m, 1024, -1); }).find("count must be >= 0") != std::string::npos);
 }
 

@@ -12,7 +12,8 @@
 //
 // Output: count x N CSR, values 1.0f, columns ascending; image n (0-based) is MNIST image
 // n mod mnist.count, so a batch larger than the source repeats it cyclically and
-// deterministically. N must be a perfect square.
+// deterministically. N must be a perfect square with sqrt(N) >= the source's rows and cols
+// (upscaling only: 784 = 28 x 28 and every challenge size qualify).
 #pragma once
 
 #include <cmath>
@@ -47,12 +48,17 @@ struct resample_weights {
 inline resample_weights bicubic_weights(int in_len, int out_len) {
   double const scale = double(out_len) / double(in_len);
   resample_weights r;
-  r.taps = 6;  // ceil(kernel width 4) + 2, as imresize
+  // imresize takes ceil(4) + 2 = 6 taps from floor(u - 2) and drops those of weight 0; when
+  // upscaling (no kernel stretching) only the 4 taps floor(u) - 1 .. floor(u) + 2 can be
+  // nonzero (|u - j| < 2), so those are the taps used. Downscaling needs antialiasing,
+  // which this generator does not do: it requires out_len >= in_len.
+  SDNN_EXPECTS(out_len >= in_len, "bicubic_weights: only upscaling is supported (", in_len, " -> ", out_len, ")");
+  r.taps = 4;
   r.index.resize(std::size_t(out_len) * r.taps);
   r.weight.resize(std::size_t(out_len) * r.taps);
   for (int o = 0; o < out_len; ++o) {
     double const u = (o + 0.5) / scale - 0.5;  // 0-based input coordinate of output sample o
-    int const left = static_cast<int>(std::floor(u - 2));
+    int const left = static_cast<int>(std::floor(u)) - 1;
     double sum = 0;
     for (int t = 0; t < r.taps; ++t) {
       int const j = left + t;
