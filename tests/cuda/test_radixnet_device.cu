@@ -19,9 +19,15 @@ void require_equal(csr_matrix<float, std::int32_t, device_space> const& d, csr_m
   auto const rp = sdnn_test::to_vector(d.row_ptr(), s);
   auto const ci = sdnn_test::to_vector(d.col_idx(), s);
   auto const v = sdnn_test::to_vector(d.values(), s);
-  REQUIRE(std::vector<std::int32_t>(h.row_ptr().begin(), h.row_ptr().end()) == rp);
-  REQUIRE(std::vector<std::int32_t>(h.col_idx().begin(), h.col_idx().end()) == ci);
-  REQUIRE(std::vector<float>(h.values().begin(), h.values().end()) == v);
+  // First differing index (-1: none), so a failure prints one number, not 2M elements.
+  auto first_diff = [](auto const& host, auto const& dev) -> long long {
+    for (std::size_t i = 0; i < dev.size(); ++i)
+      if (!(host[i] == dev[i])) return static_cast<long long>(i);
+    return -1;
+  };
+  REQUIRE(first_diff(h.row_ptr(), rp) == -1);
+  REQUIRE(first_diff(h.col_idx(), ci) == -1);
+  REQUIRE(first_diff(h.values(), v) == -1);
 }
 }  // namespace
 
