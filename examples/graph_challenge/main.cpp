@@ -204,20 +204,18 @@ void with_policy(std::string const& name, F&& f) {
   using namespace sdnn::policy;
   if (name.empty() || name == policy::name<sparse_linear_default>()) return f(sparse_linear_default{});
   if (name == policy::name<skip_empty_rows<csc_gather<4>>>()) return f(skip_empty_rows<csc_gather<4>>{});
+  if (name == policy::name<skip_empty_rows<csc_gather<16>>>()) return f(skip_empty_rows<csc_gather<16>>{});
   if (name == policy::name<skip_empty_rows<csc_gather<8>>>()) return f(skip_empty_rows<csc_gather<8>>{});
   if (name == policy::name<skip_empty_rows<csc_gather<32>>>()) return f(skip_empty_rows<csc_gather<32>>{});
   if (name == policy::name<skip_empty_rows<csc_tiled<8>>>()) return f(skip_empty_rows<csc_tiled<8>>{});
-  if (name == policy::name<skip_empty_rows<csc_tiled<16>>>()) return f(skip_empty_rows<csc_tiled<16>>{});
   if (name == policy::name<skip_empty_rows<csc_tiled<32>>>()) return f(skip_empty_rows<csc_tiled<32>>{});
   if (name == policy::name<csc_gather<16>>()) return f(csc_gather<16>{});
   if (name == policy::name<cusparse_reuse_buffer>()) return f(cusparse_reuse_buffer{});
   if (name == policy::name<cusparse_buffer_per_call>()) return f(cusparse_buffer_per_call{});
   if (name == policy::name<cusparse_filter_rows>()) return f(cusparse_filter_rows{});
-  SDNN_FAIL("graph_challenge: unknown --policy '", name, "'; known: ", policy::name<sparse_linear_default>(), ", ",
-            policy::name<skip_empty_rows<csc_gather<4>>>(), ", ", policy::name<skip_empty_rows<csc_gather<8>>>(), ", ",
-            policy::name<skip_empty_rows<csc_gather<32>>>(), ", skip_empty_rows_csc_tiled{8,16,32}, ",
-            policy::name<csc_gather<16>>(),
-            ", cusparse_reuse_buffer, cusparse_buffer_per_call, cusparse_filter_rows");
+  SDNN_FAIL("graph_challenge: unknown --policy '", name, "'; known: ", policy::name<sparse_linear_default>(),
+            " (default), skip_empty_rows_csc_tiled{8,32}, skip_empty_rows_csc_gather{4,8,16,32}, csc_gather16, "
+            "cusparse_reuse_buffer, cusparse_buffer_per_call, cusparse_filter_rows");
 }
 
 void print_summary(std::int32_t n, std::int32_t layers_n, std::int64_t inputs, outcome const& o,

@@ -62,9 +62,11 @@ struct cusparse_reuse_buffer {};
 struct cusparse_buffer_per_call {};
 struct cusparse_filter_rows {};
 
-// The default device policy; chosen from the Graph Challenge benchmark (see
-// benchmarks/results/graph_challenge_*.md).
-using sparse_linear_default = skip_empty_rows<csc_gather<16, 256>>;
+// The default device policy, chosen from the Graph Challenge benchmark on an H200 (60000
+// inputs, 120 layers; benchmarks/results/graph_challenge_*.md): footprint tiles with 16 rows
+// per block beat csc_gather16 by 1.4x (N = 1024) to 4x (N = 4096) and csc_tiled32 for
+// N >= 4096 (csc_tiled32 was 1.2x faster at N = 1024 only).
+using sparse_linear_default = skip_empty_rows<csc_tiled<16, 256>>;
 
 template <class P>
 inline constexpr bool is_skip_empty_rows_v = false;
