@@ -404,7 +404,8 @@ inline std::vector<direct_conv_config> direct_conv_candidates(conv_shape const& 
     if (rows_mode) {
       for (int tw : {32, 16}) {
         tw = std::min(tw, s.OW());
-        for (int toh : {4, 8, 16}) add(tw, std::max(1, std::min((toh + P - 1) / P, (s.OH() + P - 1) / P)));
+        for (int toh : {4, 8, 16})
+          add(tw, std::max(1, std::min({(toh + P - 1) / P, (s.OH() + P - 1) / P, 256 / tw})));
       }
     } else {
       for (int tw : {32, 64, 128}) add(std::min(tw, ((s.OW() + P - 1) / P + 31) / 32 * 32), 1);
