@@ -24,6 +24,11 @@
 #include "sdnn/data/radixnet.hpp"
 #include "sdnn/data/challenge_inputs.hpp"
 #include "sdnn/reference/challenge.hpp"
+#include "sdnn/conv/conv_shape.hpp"
+#include "sdnn/conv/pruning.hpp"
+#include "sdnn/conv/conv_weights.hpp"
+#include "sdnn/conv/reference.hpp"
+#include "sdnn/conv/policies.hpp"
 
 #if defined(__CUDACC__)
 #include "sdnn/data/radixnet.cuh"
@@ -32,4 +37,9 @@
 #include "sdnn/formats/copy.cuh"
 #include "sdnn/formats/convert.cuh"
 #include "sdnn/formats/stats.cuh"
+#include "sdnn/conv/direct_sparse_conv.cuh"
+#include "sdnn/conv/sparse_conv_layer.cuh"
+#if defined(SDNN_HAS_CUDNN)
+#include "sdnn/conv/cudnn_conv.cuh"
+#endif
 #endif
