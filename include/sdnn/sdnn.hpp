@@ -29,8 +29,16 @@
 #include "sdnn/conv/conv_weights.hpp"
 #include "sdnn/conv/reference.hpp"
 #include "sdnn/conv/policies.hpp"
+#include "sdnn/policies/sparse_linear.hpp"
+#include "sdnn/layers/sparse_linear.hpp"
+#include "sdnn/pipeline/sequential.hpp"
+#include "sdnn/pipeline/challenge.hpp"
 
 #if defined(__CUDACC__)
+#include "sdnn/kernels/spmm_dense_csc.cuh"
+#include "sdnn/kernels/challenge.cuh"
+#include "sdnn/vendor/cusparse_challenge.cuh"
+#include "sdnn/layers/sparse_linear.cuh"
 #include "sdnn/data/radixnet.cuh"
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
