@@ -11,7 +11,8 @@ from collections import defaultdict
 
 
 def crossover(points):
-    """Smallest sparsity at which speedup reaches 1 (interpolated); None if never."""
+    """Smallest sparsity at which speedup reaches 1 (interpolated); the lowest measured sparsity
+    when sdnn already wins there (printed as <=); None if it never wins in the range."""
     pts = sorted(points)
     if not pts:
         return None
@@ -43,7 +44,9 @@ def main():
             d = dict(pts)
             cells = " ".join(f"{d[s]:7.2f}" if s in d else "      -" for s in sorted({r['sparsity'] for r in rows}))
             c = crossover(pts)
-            print(f"{prec:10s} {layer:28s} {cells}  {('%.3f' % c) if c is not None else 'none'}")
+            lo = min(p[0] for p in pts)
+            txt = "none" if c is None else (f"<={c:.3f}" if c == lo and dict(pts)[lo] >= 1.0 else f"{c:.3f}")
+            print(f"{prec:10s} {layer:28s} {cells}  {txt}")
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -52,7 +55,8 @@ def main():
         print("matplotlib not available: table only")
         return 0
     for prec, layers in by.items():
-        fig, ax = plt.subplots(figsize=(10, 6))
+        fig, ax = plt.subplots(figsize=(11, 7))
+        ax.set_prop_cycle(color=[plt.cm.tab20(i % 20) for i in range(20)])
         for layer, pts in sorted(layers.items()):
             pts = sorted(pts)
             line, = ax.plot([p[0] * 100 for p in pts], [p[1] for p in pts], marker="o", label=layer)

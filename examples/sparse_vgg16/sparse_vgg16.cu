@@ -67,7 +67,7 @@ class maxpool2 : public layer<float> {
   int C_, H_, W_;
 };
 
-struct pipeline {
+struct conv_stack {
   std::vector<std::unique_ptr<layer<float>>> layers;
   std::vector<device_buffer<float>> acts;  // acts[i] = output of layer i
   std::int64_t in_features = 0;
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
                           {256, 512, 28}, {512, 512, 28}, {512, 512, 28}, {0, 512, 28},   {512, 512, 14},
                           {512, 512, 14}, {512, 512, 14}, {0, 512, 14}};
     std::mt19937 g(2024);
-    pipeline sparse, dense;
+    conv_stack sparse, dense;
     sparse.in_features = dense.in_features = 3 * 224 * 224;
     double padding = 0, stored = 0;
     for (auto const& l : cfg) {

@@ -242,8 +242,9 @@ __global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_par
 }
 
 // The compiled variants tuning chooses from (accumulators KG*P*NB = 64 in each).
-// Measured on an H200 (bench_conv --quick, 2026-11-21): (2, 8, 4) won most float layers;
-// (4, 8, 2) most half layers; (8, 8, 1) none, kept for sub-batch 8.
+// Tuning winners over the 20 bench_conv layers x 5 sparsities, H200, 2026-11-21
+// (benchmarks/results/conv_H200_2026-11-21_bench.log): float (2,8,4) 79, (4,8,2) 20,
+// (8,8,1) 1, (2,4,8) 0; half (4,8,2) 55, (2,8,4) 25, (2,4,8) 15, (8,8,1) 5.
 template <int I>
 struct direct_conv_variant;
 template <>
