@@ -182,6 +182,8 @@ int main(int argc, char** argv) {
       reg_dense<policy::tiled_gemm<>>(n, f, "sdnn_tiled_no_skip", false, true);
       reg_dense<policy::skip_empty_rows_mask<policy::tiled_gemm<>>>(n, f, "sdnn_tiled_skip_mask", false, false);
       reg_dense<policy::skip_empty_rows_compact<policy::tiled_gemm<>>>(n, f, "sdnn_tiled_skip_compact", false, false);
+      reg_dense<policy::skip_empty_rows_compact<policy::tiled_gemm<64, 64, 8>>>(n, f, "sdnn_tiled64_skip_compact",
+                                                                                false, false);
       reg_dense<policy::automatic>(n, f, "sdnn_automatic", false, false);
     }
   for (double f : fr) {
@@ -189,6 +191,8 @@ int main(int argc, char** argv) {
     reg_sparse<policy::csr_row_split<>>(f, "sdnn_csr_row_split_no_skip", false, true);
     reg_sparse<policy::skip_empty_rows_compact<policy::csr_row_split<>>>(f, "sdnn_csr_skip_compact", false, false);
     reg_sparse<policy::csr_nnz_balanced<>>(f, "sdnn_csr_nnz_balanced", false, false);
+    reg_sparse<policy::csr_staged_b<>>(f, "sdnn_csr_staged_b", false, false);
+    reg_sparse<policy::automatic>(f, "sdnn_automatic", false, false);
   }
   benchmark::Initialize(&n_args, args.data());
   benchmark::RunSpecifiedBenchmarks();

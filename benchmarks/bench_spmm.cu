@@ -264,10 +264,15 @@ void register_config(std::int64_t mk, std::int64_t n, double sp, bool blocks) {
   if (!g_quick) csr_policy("sdnn_csr_row_split_u1", policy::csr_row_split<1, 4>{});
   if (!g_quick) csr_policy("sdnn_csr_row_split_u4", policy::csr_row_split<4, 4>{});
   csr_policy("sdnn_csr_nnz_balanced", policy::csr_nnz_balanced<>{});
+  csr_policy("sdnn_csr_staged_b_r32_k64", policy::csr_staged_b<32, 64>{});
+  if (!g_quick) csr_policy("sdnn_csr_staged_b_r64_k64", policy::csr_staged_b<64, 64>{});
+  csr_policy("sdnn_csr_row_split_u2_rows_in_x", policy::csr_row_split<2, 4, true>{});
+  csr_policy("sdnn_csr_row_split_u1_rows_in_x", policy::csr_row_split<1, 4, true>{});
+  csr_policy("sdnn_csr_row_split_u1_w8_rows_in_x", policy::csr_row_split<1, 8, true>{});
   add("sdnn_automatic", [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm) {
     cuda_exec e{stream()};
     ops::csr_spmm_plan<policy::automatic, T, int> plan(p.a->view(), p.bview(), p.cview(), e);
-    report<T>(st, cfg, nm + "=" + policy::name_of(plan.choice()), false, p, p.a->nnz(),
+    report<T>(st, cfg, nm + "=" + policy::choice_name(plan.choice()), false, p, p.a->nnz(),
               [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
   });
   add("sdnn_coo_nnz_split", [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -128,6 +129,7 @@ TEST_CASE("tiled GEMM (float) matches the reference for every size", "[cuda][ops
     run_gemm_case<float, policy::tiled_gemm<128, 128, 16>>("tiled<128,128,16>", g, seed, e);
     run_gemm_case<float, policy::skip_empty_rows_mask<policy::tiled_gemm<>>>("mask", g, seed, e);
     run_gemm_case<float, policy::skip_empty_rows_compact<policy::tiled_gemm<>>>("compact", g, seed, e);
+    run_gemm_case<float, policy::skip_empty_rows_compact<policy::tiled_gemm<64, 64, 8>>>("compact64", g, seed, e);
     run_gemm_case<float, policy::automatic>("automatic", g, seed, e);
     run_gemm_case<float, policy::cublas_gemm>("cublas", g, seed, e);
   }
@@ -159,26 +161,40 @@ TEST_CASE("row_skip_plan counts, partitions and fills empty rows", "[cuda][ops][
   cuda_exec e{s};
   for (double empty : {0.0, 0.5, 0.9, 0.99, 1.0}) {
     std::int64_t const m = 1000, k = 77, ld = 80;
+    std::fprintf(stderr, "row_skip test: empty fraction %.2f\n", empty);
     auto const a = random_matrix(m, k, ld, empty, 11);
     std::vector<int> counts(static_cast<std::size_t>(m));
     reference::row_nonzero_counts(dense_view<float const>{m, k, ld, a.data()}, counts.data());
     dev<float> da(a, m, k, ld, e);
+    std::fprintf(stderr, "row_skip test: plan\n");
     kernels::row_skip_plan<int> plan(da.cview(), e);
-    std::vector<int> dcounts(static_cast<std::size_t>(m)), list(static_cast<std::size_t>(m));
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
+    std::fprintf(stderr, "row_skip test: plan done\n");
+    std::vector<int> dcounts(static_cast<std::size_t>(m)), list(static_cast<std::size_t>(m)),
+        empties(static_cast<std::size_t>(m));
+    int n_empty = -1;
     SDNN_CUDA_CHECK(cudaMemcpyAsync(dcounts.data(), plan.counts(), m * 4, cudaMemcpyDeviceToHost, s));
     SDNN_CUDA_CHECK(cudaMemcpyAsync(list.data(), plan.row_list(), m * 4, cudaMemcpyDeviceToHost, s));
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(empties.data(), plan.empty_list(), m * 4, cudaMemcpyDeviceToHost, s));
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(&n_empty, plan.num_empty(), 4, cudaMemcpyDeviceToHost, s));
     int const live = plan.num_live_host(e);
     REQUIRE(dcounts == counts);
     int expected_live = 0;
     for (int c : counts) expected_live += c != 0;
     REQUIRE(live == expected_live);
-    // Live rows first, ascending; then every empty row once.
+    REQUIRE(n_empty == m - live);
+    // Live rows ascending, empty rows ascending, together every row once.
     REQUIRE(std::is_sorted(list.begin(), list.begin() + live));
-    for (int i = 0; i < live; ++i) REQUIRE(counts[list[i]] != 0);
-    for (int i = live; i < m; ++i) REQUIRE(counts[list[i]] == 0);
-    std::vector<int> all = list;
+    std::vector<int> all(list.begin(), list.begin() + live);
+    for (int i = 0; i < live; ++i) REQUIRE((list[i] >= 0 && list[i] < m && counts[list[i]] != 0));
+    for (int i = 0; i < n_empty; ++i) {
+      REQUIRE((empties[i] >= 0 && empties[i] < m && counts[empties[i]] == 0));
+      all.push_back(empties[i]);
+    }
     std::sort(all.begin(), all.end());
+    REQUIRE(all.size() == static_cast<std::size_t>(m));
     for (int i = 0; i < m; ++i) REQUIRE(all[i] == i);
+    std::fprintf(stderr, "row_skip test: lists checked\n");
     // fill_empty_rows writes epi(0) = bias into empty rows only.
     basic_epilogue<float> epi;
     epi.bias_scalar = 3.f;
@@ -188,6 +204,7 @@ TEST_CASE("row_skip_plan counts, partitions and fills empty rows", "[cuda][ops][
     for (std::int64_t i = 0; i < m; ++i)
       for (int j = 0; j < 5; ++j) REQUIRE(c[i * 5 + j] == (counts[i] ? -1.f : 3.f));
   }
+  std::fprintf(stderr, "row_skip test: csr\n");
   // CSR counts.
   auto const h = make_csr<float, int>(4, 3, {0, 2, 2, 3, 3}, {0, 2, 1}, {1.f, 2.f, 3.f});
   buffer<int, device_space> rp(5, e), ci(3, e);

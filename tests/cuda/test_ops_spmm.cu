@@ -184,6 +184,10 @@ TEMPLATE_TEST_CASE("CSR spmm policies match the reference", "[cuda][ops][spmm][o
     run_csr_policy<TestType, policy::csr_row_split<2, 4>>("row_split<2,4>", cs, seed, e);
     run_csr_policy<TestType, policy::csr_row_split<4, 8>>("row_split<4,8>", cs, seed, e);
     run_csr_policy<TestType, policy::csr_nnz_balanced<>>("nnz_balanced", cs, seed, e);
+    run_csr_policy<TestType, policy::csr_row_split<2, 4, true>>("row_split<2,4,rows_in_x>", cs, seed, e);
+    run_csr_policy<TestType, policy::csr_row_split<1, 8, true>>("row_split<1,8,rows_in_x>", cs, seed, e);
+    run_csr_policy<TestType, policy::csr_staged_b<32, 64>>("staged_b<32,64>", cs, seed, e);
+    run_csr_policy<TestType, policy::csr_staged_b<64, 32>>("staged_b<64,32>", cs, seed, e);
     run_csr_policy<TestType, policy::skip_empty_rows_mask<policy::csr_row_split<>>>("skip_mask", cs, seed, e);
     run_csr_policy<TestType, policy::skip_empty_rows_compact<policy::csr_row_split<>>>("skip_compact", cs, seed, e);
     run_csr_policy<TestType, policy::automatic>("automatic", cs, seed, e);
@@ -348,8 +352,12 @@ TEST_CASE("automatic picks by matrix statistics and matches the reference", "[cu
   // One row of 3000 among rows of ~10 -> nnz-balanced.
   check(random_csr({"", 300, 4000, 0, 0.0025, 0.0, 5}, 4), policy::spmm_choice::csr_nnz_balanced,
         "automatic: skewed rows");
-  // Uniform rows -> row-split.
-  check(random_csr({"", 300, 300, 0, 0.05, 0.0}, 6), policy::spmm_choice::csr_row_split, "automatic: uniform");
+  // Uniform sparse rows -> row-split; uniform rows at 10 % density -> staged B.
+  check(random_csr({"", 300, 300, 0, 0.02, 0.0}, 6), policy::spmm_choice::csr_row_split, "automatic: uniform");
+  check(random_csr({"", 300, 300, 0, 0.1, 0.0}, 8), policy::spmm_choice::csr_row_split, "automatic: 10% dense");
+  // Many rows at 10 % density -> the (row groups, slabs) grid.
+  check(random_csr({"", 4100, 300, 0, 0.1, 0.0}, 9), policy::spmm_choice::csr_row_split_rows_in_x,
+        "automatic: 4100 rows, 10% dense");
   SDNN_CUDA_CHECK(cudaStreamDestroy(s));
 }
 

@@ -122,7 +122,15 @@ TEST_CASE("policy::automatic rules", "[ops][automatic]") {
   matrix_stats s;
   s.rows = 1000, s.cols = 1000, s.nnz = 10000, s.mean_row_nnz = 10, s.row_nnz_stddev = 3, s.max_row_nnz = 20;
   s.tile_rows = s.tile_cols = 32, s.tiles = 1024, s.occupied_tiles = 1000;
-  REQUIRE(policy::choose_spmm(s) == policy::spmm_choice::csr_row_split);
+  REQUIRE(policy::choose_spmm(s) == policy::spmm_choice::csr_row_split);  // density 1 %
+  auto dense10 = s;
+  dense10.nnz = 100000, dense10.mean_row_nnz = 100, dense10.row_nnz_stddev = 10, dense10.max_row_nnz = 130;
+  REQUIRE(policy::choose_spmm(dense10) == policy::spmm_choice::csr_row_split);  // 1000 rows: slab-major grid
+  dense10.rows = 5000, dense10.nnz = 500000, dense10.occupied_tiles = 5000;
+  REQUIRE(policy::choose_spmm(dense10) == policy::spmm_choice::csr_row_split_rows_in_x);
+  policy::automatic_thresholds staged;
+  staged.staged_b_density = 0.05;
+  REQUIRE(policy::choose_spmm(dense10, staged) == policy::spmm_choice::csr_staged_b);
   auto skew = s;
   skew.max_row_nnz = 2000, skew.row_nnz_stddev = 60;
   REQUIRE(policy::choose_spmm(skew) == policy::spmm_choice::csr_nnz_balanced);
@@ -136,5 +144,6 @@ TEST_CASE("policy::automatic rules", "[ops][automatic]") {
   REQUIRE(policy::choose_spmm(none) == policy::spmm_choice::csr_row_split);
   REQUIRE(policy::choose_gemm(0.0) == policy::gemm_choice::tiled);
   REQUIRE(policy::choose_gemm(0.9) == policy::gemm_choice::tiled_skip_empty_compact);
-  REQUIRE(std::string(policy::name_of(policy::spmm_choice::csr_nnz_balanced)) == "csr_nnz_balanced");
+  REQUIRE(std::string(policy::choice_name(policy::spmm_choice::csr_nnz_balanced)) == "csr_nnz_balanced");
+  REQUIRE(policy::choose_gemm(0.2) == policy::gemm_choice::tiled);
 }

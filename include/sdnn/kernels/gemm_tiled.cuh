@@ -215,7 +215,8 @@ __global__ void __launch_bounds__((BM / 8) * (BN / 8), 2)
       std::int64_t const col = n0 + h * (BN / 2) + tx * 4;
       float v[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = static_cast<float>(epi(static_cast<Acc>(acc[i][h * 4 + j]), col + j));
+      for (int j = 0; j < 4; ++j)  // the epilogue reads bias[col]: only for columns that exist
+        v[j] = col + j < N ? static_cast<float>(epi(static_cast<Acc>(acc[i][h * 4 + j]), col + j)) : 0.f;
       if (Vec && col + 4 <= N) {
         detail::store_vec4<T>(crow + col, v);
       } else {

@@ -4,15 +4,15 @@
 //  - mask form: counts[i] = number of nonzeros of row i of A (CSR: row_ptr differences;
 //    dense: cub::DeviceSegmentedReduce over a 0/1 transform of A). Kernels skip rows (and
 //    whole tiles) whose count is 0.
-//  - list form: cub::DevicePartition::If over the row indices with the predicate
-//    counts[i] != 0 writes rows[0 .. num_live) = live rows (ascending) and
-//    rows[num_live .. M) = empty rows; num_live stays on the device, so launches are sized
-//    by M (an upper bound) and blocks past num_live exit at once.
+//  - list form: cub::DeviceSelect::If over the row indices, once with counts[i] != 0
+//    (live rows, ascending, count num_live) and once with counts[i] == 0 (empty rows,
+//    count num_empty); both counts stay on the device, so launches are sized by M (an
+//    upper bound) and blocks past the count exit at once.
 // Contract: empty rows are not read nor multiplied, but their outputs are written:
 // fill_empty_rows() stores epi(0, col) there (zero for a zero_preserving() epilogue).
 #pragma once
 
-#include <cub/device/device_partition.cuh>
+#include <cub/device/device_select.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda_runtime.h>
 #include <thrust/iterator/counting_iterator.h>
@@ -53,17 +53,18 @@ struct scale_by {
   __host__ __device__ std::int64_t operator()(std::int64_t i) const { return i * s; }
 };
 template <class Index>
-struct count_is_nonzero {
+struct count_is {
   Index const* counts;
-  __host__ __device__ bool operator()(Index i) const { return counts[i] != 0; }
+  bool nonzero;
+  __host__ __device__ bool operator()(Index i) const { return (counts[i] != 0) == nonzero; }
 };
 
-// One block row-stride over the dead rows rows[num_live .. launch_rows); columns by threads.
+// Blocks stride over the empty rows rows[0 .. *num_empty); columns by threads.
 template <class T, class Index, class Acc>
 __global__ void fill_empty_rows_kernel(dense_view<T> c, basic_epilogue<Acc> epi, Index const* rows,
-                                       Index const* num_live, std::int64_t launch_rows) {
-  std::int64_t const first = *num_live;
-  for (std::int64_t d = first + blockIdx.x; d < launch_rows; d += gridDim.x) {
+                                       Index const* num_empty) {
+  std::int64_t const count = *num_empty;
+  for (std::int64_t d = blockIdx.x; d < count; d += gridDim.x) {
     T* crow = c.data + static_cast<std::int64_t>(rows[d]) * c.ld;
     for (std::int64_t j = threadIdx.x; j < c.cols; j += blockDim.x)
       crow[j] = value_cast<T>(epi(Acc(0), j));
@@ -121,8 +122,10 @@ class row_skip_plan {
 
   std::int64_t rows() const noexcept { return rows_; }
   Index const* counts() const noexcept { return counts_.data(); }    // [rows], device
-  Index const* row_list() const noexcept { return list_.data(); }    // [rows], device: live then empty
-  Index const* num_live() const noexcept { return num_live_.data(); }  // device scalar
+  Index const* row_list() const noexcept { return list_.data(); }      // [rows], device: live rows first
+  Index const* num_live() const noexcept { return num_live_.data(); }    // device scalar
+  Index const* empty_list() const noexcept { return empty_.data(); }     // [rows], device: empty rows first
+  Index const* num_empty() const noexcept { return num_empty_.data(); }  // device scalar
 
   // Copies the live-row count to the host (synchronises exec.stream).
   Index num_live_host(cuda_exec exec) const {
@@ -132,13 +135,13 @@ class row_skip_plan {
     return n;
   }
 
-  // Writes epi(0, col) into every empty row of c (rows listed after the live ones).
+  // Writes epi(0, col) into every empty row of c.
   template <class T, class Acc>
   void fill_empty_rows(dense_view<T> c, basic_epilogue<Acc> const& epi, cudaStream_t stream) const {
     if (rows_ <= 0 || c.cols <= 0) return;
     std::int64_t const blocks = rows_ < 4096 ? rows_ : 4096;
-    detail::fill_empty_rows_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(c, epi, list_.data(),
-                                                                                   num_live_.data(), rows_);
+    detail::fill_empty_rows_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(c, epi, empty_.data(),
+                                                                                   num_empty_.data());
     SDNN_CUDA_CHECK_LAUNCH();
   }
 
@@ -147,25 +150,32 @@ class row_skip_plan {
     SDNN_EXPECTS(rows_ >= 0, "row_skip_plan: rows must be >= 0, got ", rows_);
     counts_ = buffer<Index, device_space>(static_cast<std::size_t>(rows_), exec);
     list_ = buffer<Index, device_space>(static_cast<std::size_t>(rows_), exec);
+    empty_ = buffer<Index, device_space>(static_cast<std::size_t>(rows_), exec);
     num_live_ = buffer<Index, device_space>(1, exec);
+    num_empty_ = buffer<Index, device_space>(1, exec);
   }
   void partition(cuda_exec exec) {
     if (rows_ == 0) {
       SDNN_CUDA_CHECK(cudaMemsetAsync(num_live_.data(), 0, sizeof(Index), exec.stream));
+      SDNN_CUDA_CHECK(cudaMemsetAsync(num_empty_.data(), 0, sizeof(Index), exec.stream));
       return;
     }
-    std::size_t bytes = 0;
     thrust::counting_iterator<Index> idx(0);
-    detail::count_is_nonzero<Index> pred{counts_.data()};
-    SDNN_CUDA_CHECK(cub::DevicePartition::If(nullptr, bytes, idx, list_.data(), num_live_.data(),
-                                             static_cast<std::int64_t>(rows_), pred, exec.stream));
-    buffer<unsigned char, device_space> tmp(bytes, exec);
-    SDNN_CUDA_CHECK(cub::DevicePartition::If(tmp.data(), bytes, idx, list_.data(), num_live_.data(),
-                                             static_cast<std::int64_t>(rows_), pred, exec.stream));
+    detail::count_is<Index> live{counts_.data(), true}, empty{counts_.data(), false};
+    std::size_t bytes = 0, bytes2 = 0;
+    SDNN_CUDA_CHECK(cub::DeviceSelect::If(nullptr, bytes, idx, list_.data(), num_live_.data(),
+                                          static_cast<std::int64_t>(rows_), live, exec.stream));
+    SDNN_CUDA_CHECK(cub::DeviceSelect::If(nullptr, bytes2, idx, empty_.data(), num_empty_.data(),
+                                          static_cast<std::int64_t>(rows_), empty, exec.stream));
+    buffer<unsigned char, device_space> tmp(bytes > bytes2 ? bytes : bytes2, exec);
+    SDNN_CUDA_CHECK(cub::DeviceSelect::If(tmp.data(), bytes, idx, list_.data(), num_live_.data(),
+                                          static_cast<std::int64_t>(rows_), live, exec.stream));
+    SDNN_CUDA_CHECK(cub::DeviceSelect::If(tmp.data(), bytes2, idx, empty_.data(), num_empty_.data(),
+                                          static_cast<std::int64_t>(rows_), empty, exec.stream));
   }
 
   std::int64_t rows_ = 0;
-  buffer<Index, device_space> counts_, list_, num_live_;
+  buffer<Index, device_space> counts_, list_, empty_, num_live_, num_empty_;
 };
 
 }  // namespace sdnn::kernels

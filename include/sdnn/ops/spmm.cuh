@@ -48,14 +48,29 @@ class csr_spmm_plan {
   static_assert(::sdnn::detail::dependent_false<Policy, T>, "csr_spmm_plan: no CSR implementation for this policy");
 };
 
-template <int U, int W, class T, class Index>
-class csr_spmm_plan<policy::csr_row_split<U, W>, T, Index> {
+template <int U, int W, bool X, class T, class Index>
+class csr_spmm_plan<policy::csr_row_split<U, W, X>, T, Index> {
  public:
   csr_spmm_plan(csr_view<T, Index> a, dense_view<T const>, dense_view<T>, cuda_exec) : a_(a) {}
   template <class Acc>
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
     detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(csr_row_split)");
     kernels::spmm_csr_row_split<U, W>(a_, b, c, epi, static_cast<Index const*>(nullptr),
+                                      static_cast<Index const*>(nullptr), a_.rows, e.stream, X);
+  }
+
+ private:
+  csr_view<T, Index> a_;
+};
+
+template <int R, int KC, class T, class Index>
+class csr_spmm_plan<policy::csr_staged_b<R, KC>, T, Index> {
+ public:
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const>, dense_view<T>, cuda_exec) : a_(a) {}
+  template <class Acc>
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(csr_staged_b)");
+    kernels::spmm_csr_staged_b<R, KC>(a_, b, c, epi, static_cast<Index const*>(nullptr),
                                       static_cast<Index const*>(nullptr), a_.rows, e.stream);
   }
 
@@ -94,14 +109,14 @@ class csr_spmm_plan<policy::csr_nnz_balanced<U, W>, T, Index> {
   buffer<Index, device_space> bounds_;
 };
 
-template <int U, int W, class T, class Index>
-class csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<U, W>>, T, Index> {
+template <int U, int W, bool X, class T, class Index>
+class csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<U, W, X>>, T, Index> {
  public:
   csr_spmm_plan(csr_view<T, Index> a, dense_view<T const>, dense_view<T>, cuda_exec e) : a_(a), skip_(a, e) {}
   template <class Acc>
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
     detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(skip_empty_rows_compact)");
-    kernels::spmm_csr_row_split<U, W>(a_, b, c, epi, skip_.row_list(), skip_.num_live(), a_.rows, e.stream);
+    kernels::spmm_csr_row_split<U, W>(a_, b, c, epi, skip_.row_list(), skip_.num_live(), a_.rows, e.stream, X);
     skip_.fill_empty_rows(c, epi, e.stream);
   }
   kernels::row_skip_plan<Index> const& skip() const noexcept { return skip_; }
@@ -180,12 +195,18 @@ class csr_spmm_plan<policy::automatic, T, Index> {
       case policy::spmm_choice::csr_nnz_balanced:
         impl_ = std::make_unique<detail::csr_runner_of<policy::csr_nnz_balanced<>, T, Index>>(a, b, c, e);
         break;
+      case policy::spmm_choice::csr_staged_b:
+        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_staged_b<>, T, Index>>(a, b, c, e);
+        break;
       case policy::spmm_choice::csr_skip_empty_compact:
         impl_ = std::make_unique<
             detail::csr_runner_of<policy::skip_empty_rows_compact<policy::csr_row_split<>>, T, Index>>(a, b, c, e);
         break;
-      default:
-        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_row_split<>, T, Index>>(a, b, c, e);
+      case policy::spmm_choice::csr_row_split_rows_in_x:
+        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_row_split<2, 4, true>, T, Index>>(a, b, c, e);
+        break;
+      default:  // row-split, one 16-byte vector per lane (bench_spmm: at or above <2,4> everywhere but 8192^2 at 90 %)
+        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_row_split<1, 4>, T, Index>>(a, b, c, e);
     }
   }
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<accumulator_t<T>> const& epi, cuda_exec e) {

@@ -13,7 +13,9 @@
 //  - skew: rows longer than a few times the mean make one warp per row unbalanced; the
 //    nnz-balanced cut groups short rows instead.
 //  - tiles: the tiled-dense kernel multiplies whole 32 x 32 tiles, so it pays off only
-//    when occupied tiles are mostly full.
+//    when occupied tiles are mostly full (H200: 2.5x the fastest cuSPARSE algorithm on a
+//    fully dense 1024^2 / 2048^2 A and on 4096^2 with 10 % of the tiles dense; 1.36x at
+//    50 % uniform sparsity, where every tile is half full).
 #pragma once
 
 #include <cstdint>
@@ -22,19 +24,28 @@
 
 namespace sdnn::policy {
 
-enum class spmm_choice { csr_row_split, csr_nnz_balanced, csr_skip_empty_compact, tiled_dense };
+enum class spmm_choice {
+  csr_row_split,
+  csr_row_split_rows_in_x,
+  csr_nnz_balanced,
+  csr_skip_empty_compact,
+  tiled_dense,
+  csr_staged_b
+};
 enum class gemm_choice { tiled, tiled_skip_empty_compact };
 
-inline char const* name_of(spmm_choice c) {
+inline char const* choice_name(spmm_choice c) {
   switch (c) {
-    case spmm_choice::csr_row_split: return "csr_row_split";
+    case spmm_choice::csr_row_split: return "csr_row_split<1,4>";
+    case spmm_choice::csr_row_split_rows_in_x: return "csr_row_split<2,4,rows_in_x>";
     case spmm_choice::csr_nnz_balanced: return "csr_nnz_balanced";
     case spmm_choice::csr_skip_empty_compact: return "skip_empty_rows_compact<csr_row_split>";
     case spmm_choice::tiled_dense: return "tiled_dense_spmm";
+    case spmm_choice::csr_staged_b: return "csr_staged_b";
   }
   return "?";
 }
-inline char const* name_of(gemm_choice c) {
+inline char const* choice_name(gemm_choice c) {
   return c == gemm_choice::tiled ? "tiled_gemm" : "skip_empty_rows_compact<tiled_gemm>";
 }
 
@@ -48,6 +59,16 @@ struct automatic_thresholds {
   // Tiled-dense when the occupied tiles are at least this full (nnz / stored elements)
   // and tiles were counted at the compiled 32 x 32 shape.
   double tile_fill = 0.5;
+  // CSR: B staged in shared memory by K-chunks when the live rows are at least this dense
+  // (nnz / (live rows * cols)). Disabled (> 1): on an H200 (bench_spmm, 2026-11-21) the
+  // staged kernel ran 0.2-0.7x of the row-split one at every density from 50 to 99 %.
+  double staged_b_density = 2.0;
+  // CSR: the (row groups, slabs) grid order when A has at least this many rows and the
+  // live rows are at least this dense. H200, N = 1024: 4096^2 at 80 % / 90 % sparsity
+  // 1.005 / 0.548 ms vs 1.248 / 0.684 ms (slab-major grid), 8192^2 at 90 %: 2.02 vs
+  // 2.75 ms; at 95-99 % and at 1024-2048 rows the slab-major grid was equal or faster.
+  std::int64_t rows_in_x_min_rows = 4096;
+  double rows_in_x_density = 0.08;
   // GEMM: compact when at least this fraction of A's rows is empty.
   double gemm_empty_row_fraction = 0.25;
 };
@@ -64,6 +85,12 @@ inline spmm_choice choose_spmm(matrix_stats const& s, automatic_thresholds const
   double const cv = mean > 0 ? s.row_nnz_stddev / mean : 0.0;
   if (mean > 0 && static_cast<double>(s.max_row_nnz) > t.skew_max_over_mean * mean && cv > t.skew_cv)
     return spmm_choice::csr_nnz_balanced;
+  std::int64_t const live = s.rows - s.empty_rows;
+  double const live_density =
+      live > 0 && s.cols > 0 ? static_cast<double>(s.nnz) / (static_cast<double>(live) * static_cast<double>(s.cols)) : 0;
+  if (live_density >= t.staged_b_density) return spmm_choice::csr_staged_b;
+  if (s.rows >= t.rows_in_x_min_rows && live_density >= t.rows_in_x_density)
+    return spmm_choice::csr_row_split_rows_in_x;
   return spmm_choice::csr_row_split;
 }
 

@@ -16,10 +16,25 @@ namespace sdnn::policy {
 // coalesced load, broadcasts them by shuffle and streams the matching B rows with
 // 16-byte loads; a slab is 32 lanes x 16 bytes x SlabVectors columns. Rows of any
 // length; empty rows cost one epilogue store.
-template <int SlabVectors = 2, int WarpsPerBlock = 4>
+// RowsInX = true orders the grid (row groups, slabs): blocks running together share a
+// column slab of B instead of a row of A.
+template <int SlabVectors = 2, int WarpsPerBlock = 4, bool RowsInX = false>
 struct csr_row_split {
   static constexpr int slab_vectors = SlabVectors, warps = WarpsPerBlock;
+  static constexpr bool rows_in_x = RowsInX;
   static_assert(SlabVectors >= 1 && SlabVectors <= 4, "csr_row_split: 1..4 vectors per lane");
+};
+
+// CSR with B staged in shared memory: one block (8 warps) per (RowsPerBlock rows, column
+// slab); K is walked in chunks of KChunk rows of B, each chunk's B tile is loaded once into
+// shared memory and reused by every nonzero of the block's rows in that chunk (about
+// RowsPerBlock * density uses per element instead of one). Pays off when rows are dense
+// enough to share chunks (see policies/automatic.hpp).
+template <int RowsPerBlock = 32, int KChunk = 64>
+struct csr_staged_b {
+  static constexpr int rows_per_block = RowsPerBlock, k_chunk = KChunk;
+  static_assert(RowsPerBlock % 8 == 0 && RowsPerBlock <= 128, "csr_staged_b: 8..128 rows, a multiple of 8");
+  static_assert(KChunk % 8 == 0 && KChunk * 32 % 256 == 0 && KChunk <= 96, "csr_staged_b: KChunk in 8..96 step 8");
 };
 
 // CSR, nnz-balanced: at plan time the rows are cut (thrust::lower_bound on row_ptr) into
