@@ -6,6 +6,7 @@
 
 #include <sdnn/conv/conv_shape.hpp>
 #include <sdnn/conv/conv_weights.hpp>
+#include <sdnn/conv/direct_conv_plan.hpp>
 #include <sdnn/conv/pruning.hpp>
 #include <sdnn/conv/reference.hpp>
 
@@ -279,4 +280,162 @@ TEST_CASE("sparse format, dense reference and the kernel's tiled algorithm agree
       REQUIRE(e == plain);
     }
   }
+}
+
+namespace {
+// Host port of direct_sparse_conv_kernel (direct_sparse_conv.cuh) for float: the same
+// block / warp / lane loops, the same float-reciprocal divmod, the window poisoned with
+// NaN so a read of an unstaged position shows, chunked partial sums through the output.
+void kdivmod(int n, int d, float inv, int& q, int& r) {
+  q = static_cast<int>(float(n) * inv);
+  r = n - q * d;
+  if (r >= d) { ++q; r -= d; }
+  else if (r < 0) { --q; r += d; }
+}
+std::vector<double> emulate_kernel(sparse_conv_weights<float> const& w, int N, std::vector<float> const& in,
+                                   std::vector<float> const& bias, bool relu, direct_conv_config const& cfg) {
+  conv_shape const& s = w.shape;
+  auto const g = geometry_of(s, cfg);
+  auto const t = make_tiled_entries(w, g.cc, g.sh, g.sw);
+  int const NB = g.sub_batch, KG = g.k_group, P = g.pixels, K = s.K, OH = s.OH(), OW = s.OW();
+  std::vector<float> out(static_cast<std::size_t>(N) * s.out_features(), std::nanf(""));
+  int const tiles = g.tiles_x * g.tiles_y, groups = (N + NB - 1) / NB, splits = (K + g.kper - 1) / g.kper;
+  int const nthreads = g.threads, nwarps = nthreads / 32, npx = cfg.tw * cfg.th;
+  std::size_t const win_elems = std::size_t(g.cc) * g.sh * g.sw * NB;
+  float const inv_tiles_x = 1.0f / float(g.tiles_x);
+  std::size_t out_of_window = 0;  // window indices outside [0, cc*sh*sw*NB)
+  int const COLS = 32 / NB, spr = (g.sw + COLS - 1) / COLS, nsegs = g.cc * g.sh * spr;
+  float const inv_spr = 1.0f / float(spr), inv_sh = 1.0f / float(g.sh);
+  for (int bx = 0; bx < tiles; ++bx)
+    for (int by = 0; by < groups; ++by)
+      for (int bz = 0; bz < splits; ++bz) {
+        std::vector<float> win(win_elems, std::nanf(""));
+        int tile_y, tile_x;
+        kdivmod(bx, g.tiles_x, inv_tiles_x, tile_y, tile_x);
+        int const n0 = by * NB, kbeg = bz * g.kper, kend = std::min(K, kbeg + g.kper);
+        int const oy0 = tile_y * g.toh, ox0 = tile_x * g.tow;
+        int const iy0 = oy0 * s.stride_h - s.pad_h, ix0 = ox0 * s.stride_w - s.pad_w;
+        for (int j = 0; j < g.nchunks; ++j) {
+          for (int tid = 0; tid < nthreads; ++tid) {  // staging
+            int const lane = tid & 31, warp = tid >> 5, img = lane % NB, colo = lane / NB, n = n0 + img;
+            for (int s0 = warp; s0 < nsegs; s0 += 4 * nwarps)
+              for (int u = 0; u < 4; ++u) {
+                int const seg = s0 + u * nwarps;
+                if (seg >= nsegs) continue;
+                int row, cs, c, r;
+                kdivmod(seg, spr, inv_spr, row, cs);
+                kdivmod(row, g.sh, inv_sh, c, r);
+                int const col = cs * COLS + colo, cg = j * g.cc + c, gy = iy0 + r, gx = ix0 + col;
+                if (col >= g.sw) continue;
+                int const dst = ((c * g.sh + r) * g.sw + col) * NB + img;
+                if (dst < 0 || std::size_t(dst) >= win_elems) { ++out_of_window; continue; }
+                bool const ok = n < N && cg < s.C && gy >= 0 && gy < s.H && gx >= 0 && gx < s.W;
+                win[static_cast<std::size_t>(dst)] = ok ? in[(std::size_t(n) * s.C + cg) * s.H * s.W + std::size_t(gy) * s.W + gx] : 0.0f;
+              }
+          }
+          bool const last = j + 1 == g.nchunks;
+          for (int tid = 0; tid < nthreads; ++tid) {  // compute + store
+            int const ptid = tid % npx, kslot = tid / npx;
+            if (kslot >= cfg.kw) continue;
+            int const tx = ptid % cfg.tw, ty = ptid / cfg.tw;
+            for (int kg = kbeg + kslot * KG; kg < kend; kg += cfg.kw * KG)
+              for (int kk = 0; kk < KG && kg + kk < kend; ++kk) {
+                int const k = kg + kk;
+                for (int q = 0; q < P; ++q) {
+                  int const ly = cfg.rows_mode ? ty + q * cfg.th : ty, lx = cfg.rows_mode ? tx : tx + q * cfg.tw;
+                  int const pbase = (ly * s.stride_h * g.sw + lx * s.stride_w) * NB;
+                  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                  for (int i = t.ptr[std::size_t(j) * K + k]; i < t.ptr[std::size_t(j) * K + k + 1]; ++i) {
+                    int const idx = t.tile_offset[static_cast<std::size_t>(i)] * NB + pbase;
+                    if (idx < 0 || std::size_t(idx + NB) > win_elems) { ++out_of_window; continue; }
+                    for (int b = 0; b < NB; ++b)
+                      acc[b] = std::fma(t.values[static_cast<std::size_t>(i)], win[static_cast<std::size_t>(idx + b)], acc[b]);
+                  }
+                  int const oy = oy0 + ly, ox = ox0 + lx;
+                  if (oy >= OH || ox >= OW) continue;
+                  for (int b = 0; b < NB && n0 + b < N; ++b) {
+                    float& o = out[((std::size_t(n0 + b) * K + k) * OH + oy) * OW + ox];
+                    float v = acc[b] + (j > 0 ? o : 0.0f);
+                    if (last) {
+                      v += bias[static_cast<std::size_t>(k)];
+                      if (relu && v < 0) v = 0;
+                    }
+                    o = v;
+                  }
+                }
+              }
+          }
+        }
+      }
+  REQUIRE(out_of_window == 0);
+  return std::vector<double>(out.begin(), out.end());
+}
+}  // namespace
+
+TEST_CASE("the device kernel's loops (host port) == reference on every tuning candidate", "[conv][tiled][plan]") {
+  struct cs {
+    conv_shape s;
+    int N;
+    double sparsity;
+  };
+  std::vector<cs> cases = {
+      {conv_shape::conv2d(3, 17, 19, 9, 3, 3, 1, 1), 5, 0.9},   {conv_shape::conv2d(8, 33, 35, 16, 3, 3, 2, 1), 3, 0.8},
+      {conv_shape::conv2d(5, 21, 18, 4, 3, 3, 1, 2, 2), 7, 0.5}, {conv_shape::conv2d(1, 40, 37, 5, 5, 5, 1, 2), 2, 0.6},
+      {conv_shape::conv2d(7, 9, 11, 1, 3, 3, 1, 1), 9, 0.7},     {conv_shape::conv2d(24, 14, 14, 12, 1, 1), 6, 0.875},
+      {conv_shape::conv2d(16, 15, 13, 10, 1, 1, 2, 0), 3, 0.5},  {conv_shape::conv2d(4, 8, 8, 6, 3, 3, 1, 1), 4, 1.0},
+      {conv_shape::conv1d(12, 77, 10, 2), 5, 0.8},               {conv_shape::conv1d(6, 50, 4, 3, 2, 0, 2), 11, 0.5},
+      {conv_shape::conv2d(64, 18, 18, 24, 3, 3, 1, 1), 3, 0.9},  // several chunks at fp32 window budgets
+  };
+  std::uint32_t seed = 900;
+  for (auto const& c : cases) {
+    auto const in = small_ints(static_cast<std::size_t>(c.N * c.s.in_features()), -3, 3, seed++);
+    auto const wd = small_ints(static_cast<std::size_t>(c.s.weight_count()), -3, 3, seed++);
+    auto const bias = small_ints(static_cast<std::size_t>(c.s.K), -2, 2, seed++);
+    auto const p = prune_uniform(wd.data(), c.s.K, c.s.filter_size(), c.sparsity);
+    auto const w = make_conv_weights<float>(c.s, p);
+    auto const ref = conv_reference(c.s, c.N, in.data(), p.pruned.data(), bias.data(), true);
+    auto cands = direct_conv_candidates(c.s, 4, c.N);
+    auto const more = direct_conv_candidates(c.s, 2, 128, 8 * 1024);  // small windows: many chunks
+    cands.insert(cands.end(), more.begin(), more.end());
+    for (int v = 0; v < detail::direct_conv_variant_count; ++v) {
+      direct_conv_config x;
+      x.variant = v;
+      x.rows_mode = c.s.OH() > 1;
+      x.tw = x.rows_mode ? 5 : 40;
+      x.th = x.rows_mode ? 3 : 1;
+      x.cc = 3;
+      x.kw = 3;
+      x.ksplit = 2;
+      cands.push_back(x);
+    }
+    for (auto const& cf : cands) {
+      INFO("C=" << c.s.C << " K=" << c.s.K << " variant " << cf.variant << " tw " << cf.tw << " th " << cf.th << " cc "
+                << cf.cc << " kw " << cf.kw << " ksplit " << cf.ksplit);
+      REQUIRE(emulate_kernel(w, c.N, in, bias, true, cf) == ref);
+    }
+  }
+}
+
+TEST_CASE("tuning candidates of the benchmark layers are launchable", "[conv][plan]") {
+  std::vector<conv_shape> shapes;
+  int const vgg[9][3] = {{3, 224, 64},   {64, 224, 64},  {64, 112, 128}, {128, 112, 128}, {128, 56, 256},
+                         {256, 56, 256}, {256, 28, 512}, {512, 28, 512}, {512, 14, 512}};
+  for (auto const& l : vgg) shapes.push_back(conv_shape::conv2d(l[0], l[1], l[1], l[2], 3, 3, 1, 1));
+  shapes.push_back(conv_shape::conv2d(1024, 14, 14, 256, 1, 1));
+  shapes.push_back(conv_shape::conv2d(64, 56, 56, 256, 1, 1));
+  shapes.push_back(conv_shape::conv1d(256, 1024, 256, 3));
+  for (auto const& s : shapes)
+    for (std::size_t eb : {std::size_t(4), std::size_t(2)})
+      for (std::int64_t batch : {1, 9, 128}) {
+        auto const cands = direct_conv_candidates(s, eb, batch);
+        REQUIRE(cands.size() >= std::size_t(detail::direct_conv_variant_count));
+        for (auto const& c : cands) {
+          auto const g = geometry_of(s, c);
+          REQUIRE(c.kw * c.tw * c.th <= 256);
+          REQUIRE(g.threads % 32 == 0);
+          REQUIRE(std::size_t(g.cc) * g.sh * g.sw * g.sub_batch * eb <= 227 * 1024);  // Hopper opt-in limit
+          REQUIRE(std::int64_t(g.tiles_x) * g.tiles_y < (std::int64_t(1) << 22));
+          REQUIRE(g.kper % g.k_group == 0);
+        }
+      }
 }
