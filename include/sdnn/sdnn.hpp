@@ -29,6 +29,7 @@
 #include "sdnn/conv/conv_weights.hpp"
 #include "sdnn/conv/reference.hpp"
 #include "sdnn/conv/policies.hpp"
+#include "sdnn/conv/direct_conv_plan.hpp"
 #include "sdnn/policies/sparse_linear.hpp"
 #include "sdnn/layers/sparse_linear.hpp"
 #include "sdnn/pipeline/sequential.hpp"
