@@ -34,6 +34,13 @@
 #include "sdnn/layers/sparse_linear.hpp"
 #include "sdnn/pipeline/sequential.hpp"
 #include "sdnn/pipeline/challenge.hpp"
+#include "sdnn/policies/gemm.hpp"
+#include "sdnn/policies/spmm.hpp"
+#include "sdnn/policies/automatic.hpp"
+#include "sdnn/reference/gemm.hpp"
+#include "sdnn/reference/spmm.hpp"
+#include "sdnn/ops/gemm.hpp"
+#include "sdnn/ops/spmm.hpp"
 
 #if defined(__CUDACC__)
 #include "sdnn/kernels/spmm_dense_csc.cuh"

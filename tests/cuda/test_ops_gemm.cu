@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -161,15 +160,11 @@ TEST_CASE("row_skip_plan counts, partitions and fills empty rows", "[cuda][ops][
   cuda_exec e{s};
   for (double empty : {0.0, 0.5, 0.9, 0.99, 1.0}) {
     std::int64_t const m = 1000, k = 77, ld = 80;
-    std::fprintf(stderr, "row_skip test: empty fraction %.2f\n", empty);
     auto const a = random_matrix(m, k, ld, empty, 11);
     std::vector<int> counts(static_cast<std::size_t>(m));
     reference::row_nonzero_counts(dense_view<float const>{m, k, ld, a.data()}, counts.data());
     dev<float> da(a, m, k, ld, e);
-    std::fprintf(stderr, "row_skip test: plan\n");
     kernels::row_skip_plan<int> plan(da.cview(), e);
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
-    std::fprintf(stderr, "row_skip test: plan done\n");
     std::vector<int> dcounts(static_cast<std::size_t>(m)), list(static_cast<std::size_t>(m)),
         empties(static_cast<std::size_t>(m));
     int n_empty = -1;
@@ -194,7 +189,6 @@ TEST_CASE("row_skip_plan counts, partitions and fills empty rows", "[cuda][ops][
     std::sort(all.begin(), all.end());
     REQUIRE(all.size() == static_cast<std::size_t>(m));
     for (int i = 0; i < m; ++i) REQUIRE(all[i] == i);
-    std::fprintf(stderr, "row_skip test: lists checked\n");
     // fill_empty_rows writes epi(0) = bias into empty rows only.
     basic_epilogue<float> epi;
     epi.bias_scalar = 3.f;
@@ -204,20 +198,20 @@ TEST_CASE("row_skip_plan counts, partitions and fills empty rows", "[cuda][ops][
     for (std::int64_t i = 0; i < m; ++i)
       for (int j = 0; j < 5; ++j) REQUIRE(c[i * 5 + j] == (counts[i] ? -1.f : 3.f));
   }
-  std::fprintf(stderr, "row_skip test: csr\n");
-  // CSR counts.
-  auto const h = make_csr<float, int>(4, 3, {0, 2, 2, 3, 3}, {0, 2, 1}, {1.f, 2.f, 3.f});
-  buffer<int, device_space> rp(5, e), ci(3, e);
-  buffer<float, device_space> v(3, e);
-  SDNN_CUDA_CHECK(cudaMemcpyAsync(rp.data(), h.row_ptr().data(), 20, cudaMemcpyHostToDevice, s));
-  kernels::row_skip_plan<int> plan(csr_view<float, int>{4, 3, 3, rp.data(), ci.data(), v.data()}, e);
-  std::vector<int> counts(4), list(4);
-  SDNN_CUDA_CHECK(cudaMemcpyAsync(counts.data(), plan.counts(), 16, cudaMemcpyDeviceToHost, s));
-  SDNN_CUDA_CHECK(cudaMemcpyAsync(list.data(), plan.row_list(), 16, cudaMemcpyDeviceToHost, s));
-  REQUIRE(plan.num_live_host(e) == 2);
-  REQUIRE(counts == std::vector<int>{2, 0, 1, 0});
-  REQUIRE(list[0] == 0);
-  REQUIRE(list[1] == 2);
+  {  // CSR counts. Scoped: device buffers free on s, so they must go before s is destroyed.
+    auto const h = make_csr<float, int>(4, 3, {0, 2, 2, 3, 3}, {0, 2, 1}, {1.f, 2.f, 3.f});
+    buffer<int, device_space> rp(5, e), ci(3, e);
+    buffer<float, device_space> v(3, e);
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(rp.data(), h.row_ptr().data(), 20, cudaMemcpyHostToDevice, s));
+    kernels::row_skip_plan<int> plan(csr_view<float, int>{4, 3, 3, rp.data(), ci.data(), v.data()}, e);
+    std::vector<int> counts(4), list(4);
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(counts.data(), plan.counts(), 16, cudaMemcpyDeviceToHost, s));
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(list.data(), plan.row_list(), 16, cudaMemcpyDeviceToHost, s));
+    REQUIRE(plan.num_live_host(e) == 2);
+    REQUIRE(counts == std::vector<int>{2, 0, 1, 0});
+    REQUIRE(list[0] == 0);
+    REQUIRE(list[1] == 2);
+  }
   SDNN_CUDA_CHECK(cudaStreamDestroy(s));
 }
 

@@ -186,6 +186,7 @@ TEMPLATE_TEST_CASE("CSR spmm policies match the reference", "[cuda][ops][spmm][o
     run_csr_policy<TestType, policy::csr_nnz_balanced<>>("nnz_balanced", cs, seed, e);
     run_csr_policy<TestType, policy::csr_row_split<2, 4, true>>("row_split<2,4,rows_in_x>", cs, seed, e);
     run_csr_policy<TestType, policy::csr_row_split<1, 8, true>>("row_split<1,8,rows_in_x>", cs, seed, e);
+    run_csr_policy<TestType, policy::csr_row_split<1, 4, true>>("row_split<1,4,rows_in_x>", cs, seed, e);
     run_csr_policy<TestType, policy::csr_staged_b<32, 64>>("staged_b<32,64>", cs, seed, e);
     run_csr_policy<TestType, policy::csr_staged_b<64, 32>>("staged_b<64,32>", cs, seed, e);
     run_csr_policy<TestType, policy::skip_empty_rows_mask<policy::csr_row_split<>>>("skip_mask", cs, seed, e);

@@ -203,9 +203,9 @@ class csr_spmm_plan<policy::automatic, T, Index> {
             detail::csr_runner_of<policy::skip_empty_rows_compact<policy::csr_row_split<>>, T, Index>>(a, b, c, e);
         break;
       case policy::spmm_choice::csr_row_split_rows_in_x:
-        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_row_split<2, 4, true>, T, Index>>(a, b, c, e);
+        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_row_split<1, 4, true>, T, Index>>(a, b, c, e);
         break;
-      default:  // row-split, one 16-byte vector per lane (bench_spmm: at or above <2,4> everywhere but 8192^2 at 90 %)
+      default:  // row-split, one 16-byte vector per lane (bench_spmm: at or above <2,4> nearly everywhere)
         impl_ = std::make_unique<detail::csr_runner_of<policy::csr_row_split<1, 4>, T, Index>>(a, b, c, e);
     }
   }

@@ -37,7 +37,7 @@ enum class gemm_choice { tiled, tiled_skip_empty_compact };
 inline char const* choice_name(spmm_choice c) {
   switch (c) {
     case spmm_choice::csr_row_split: return "csr_row_split<1,4>";
-    case spmm_choice::csr_row_split_rows_in_x: return "csr_row_split<2,4,rows_in_x>";
+    case spmm_choice::csr_row_split_rows_in_x: return "csr_row_split<1,4,rows_in_x>";
     case spmm_choice::csr_nnz_balanced: return "csr_nnz_balanced";
     case spmm_choice::csr_skip_empty_compact: return "skip_empty_rows_compact<csr_row_split>";
     case spmm_choice::tiled_dense: return "tiled_dense_spmm";
@@ -63,12 +63,14 @@ struct automatic_thresholds {
   // (nnz / (live rows * cols)). Disabled (> 1): on an H200 (bench_spmm, 2026-11-21) the
   // staged kernel ran 0.2-0.7x of the row-split one at every density from 50 to 99 %.
   double staged_b_density = 2.0;
-  // CSR: the (row groups, slabs) grid order when A has at least this many rows and the
-  // live rows are at least this dense. H200, N = 1024: 4096^2 at 80 % / 90 % sparsity
-  // 1.005 / 0.548 ms vs 1.248 / 0.684 ms (slab-major grid), 8192^2 at 90 %: 2.02 vs
-  // 2.75 ms; at 95-99 % and at 1024-2048 rows the slab-major grid was equal or faster.
-  std::int64_t rows_in_x_min_rows = 4096;
-  double rows_in_x_density = 0.08;
+  // CSR: row-split with the (row groups, slabs) grid order (csr_row_split<1, 4, true>)
+  // when A has at least this many rows and its live rows are at least this dense; else
+  // csr_row_split<1, 4>. bench_spmm, H200, N = 1024, float (ms, slab-major -> row-major):
+  // 4096^2 at 80/90/95/99 % sparsity 1.246/0.683/0.368/0.091 -> 0.945/0.498/0.315/0.084,
+  // 8192^2 at 90/99 % 2.754/0.325 -> 1.861/0.299, 2048^2 at 90 % 0.164 -> 0.147; at
+  // 1024^2 the slab-major order was equal or faster (0.056 vs 0.061 ms at 90 %).
+  std::int64_t rows_in_x_min_rows = 2048;
+  double rows_in_x_density = 0.0;
   // GEMM: compact when at least this fraction of A's rows is empty.
   double gemm_empty_row_fraction = 0.25;
 };
