@@ -55,6 +55,10 @@
 #include "sdnn/formats/stats.cuh"
 #include "sdnn/conv/direct_sparse_conv.cuh"
 #include "sdnn/conv/sparse_conv_layer.cuh"
+#include "sdnn/vendor/cublas.cuh"
+#include "sdnn/vendor/cusparse.cuh"
+#include "sdnn/ops/gemm.cuh"
+#include "sdnn/ops/spmm.cuh"
 #if defined(SDNN_HAS_CUDNN)
 #include "sdnn/conv/cudnn_conv.cuh"
 #endif

@@ -26,7 +26,7 @@
 
 namespace sdnn::data {
 
-namespace kernels {
+namespace radixnet_kernels {
 // Grid-stride over the n * 32 nonzeros: entry e is column e % 32 of row e / 32; entries
 // e <= n also write row_ptr[e]. perm == nullptr means the identity (block 0).
 template <class Index>
@@ -42,7 +42,7 @@ __global__ void radixnet_fill(Index n, Index m, Index s, Index const* __restrict
     if (e <= n) row_ptr[e] = e * radixnet_nnz_per_row;
   }
 }
-}  // namespace kernels
+}  // namespace radixnet_kernels
 
 namespace detail {
 // One layer (t = 1..K) from a permutation already in device memory (nullptr: identity).
@@ -56,7 +56,7 @@ inline csr_matrix<float, std::int32_t, device_space> radixnet_fill_layer(std::in
   std::int64_t const want = (static_cast<std::int64_t>(neurons) * radixnet_nnz_per_row + threads - 1) / threads;
   std::int64_t const cap = 32LL * sdnn::detail::sm_count();
   int const blocks = static_cast<int>(want < cap ? want : cap);
-  kernels::radixnet_fill<std::int32_t><<<blocks, threads, 0, exec.stream>>>(
+  radixnet_kernels::radixnet_fill<std::int32_t><<<blocks, threads, 0, exec.stream>>>(
       neurons, m, s, dperm, w.row_ptr().data(), w.col_idx().data(), w.values().data());
   SDNN_CUDA_CHECK_LAUNCH();
   return w;

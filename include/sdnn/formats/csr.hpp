@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,7 +37,11 @@ class csr_matrix {
   using index_type = Index;
   using space = Space;
 
-  csr_matrix() : row_ptr_(detail::alloc<Index, Space>(0)) {}
+  // An empty 0 x 0 matrix. On the host its row_ptr is {0} (valid); a device one holds no
+  // storage until assigned (no allocation without a stream).
+  csr_matrix() {
+    if constexpr (std::is_same_v<Space, host_space>) row_ptr_ = buffer<Index, Space>(1);
+  }
   // Allocates a rows x cols matrix with room for nnz entries. Host storage is
   // zero-initialised (row_ptr all 0 means "all rows empty" only when nnz == 0);
   // device storage is uninitialised. Device: pass the cuda_exec ordering the allocation.
