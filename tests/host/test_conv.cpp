@@ -63,8 +63,8 @@ void check_pruning_invariants(pruning_result const& p, std::vector<float> const&
     }
   }
   REQUIRE(nonzero == p.kept);
-  REQUIRE(p.achieved_sparsity == Approx(1.0 - double(p.kept) / double(K * F)));
-  REQUIRE(p.padding_overhead == Approx(nnz ? double(p.padding) / double(K * nnz) : 0.0));
+  REQUIRE(p.achieved_sparsity == sdnn_test::Approx(1.0 - double(p.kept) / double(K * F)));
+  REQUIRE(p.padding_overhead == sdnn_test::Approx(nnz ? double(p.padding) / double(K * nnz) : 0.0));
 }
 using sdnn_test::Approx;
 }  // namespace
