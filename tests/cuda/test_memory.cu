@@ -40,4 +40,6 @@ TEST_CASE("a failing CUDA call throws sdnn::cuda_error with the call text", "[cu
     REQUIRE(e.code() == static_cast<int>(cudaErrorInvalidDevice));
     REQUIRE(std::string(e.what()).find("cudaSetDevice") != std::string::npos);
   }
+  // The failure is reported once: it must not linger for the next launch check.
+  REQUIRE(cudaGetLastError() == cudaSuccess);
 }

@@ -6,20 +6,26 @@
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/exec.hpp"
 
+#include <cstdio>
+
 namespace sdnn::detail {
 inline void cuda_check(cudaError_t st, char const* call, char const* file, int line) {
-  if (st != cudaSuccess)
+  if (st != cudaSuccess) {
+    // Consume the (non-sticky) error so it is reported once, here, and not again by the
+    // next unrelated cudaGetLastError() check.
+    cudaGetLastError();
     throw ::sdnn::cuda_error(static_cast<int>(st),
                              concat("CUDA call `", call, "` failed: ", cudaGetErrorName(st), " (",
                                     cudaGetErrorString(st), ")"),
                              file, line);
+  }
 }
 inline cudaStream_t stream_of(cuda_exec const& e) { return e.stream; }
 
 // Number of multiprocessors of the current device (cached per device).
 inline int sm_count() {
   int dev = 0;
-  cudaGetDevice(&dev);
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice", __FILE__, __LINE__);
   static int cache[64] = {};
   if (dev < 64 && cache[dev]) return cache[dev];
   int n = 0;
@@ -33,3 +39,15 @@ inline int sm_count() {
 #define SDNN_CUDA_CHECK(call) ::sdnn::detail::cuda_check((call), #call, __FILE__, __LINE__)
 // After every kernel launch: catches bad launch configurations without synchronising.
 #define SDNN_CUDA_CHECK_LAUNCH() SDNN_CUDA_CHECK(cudaGetLastError())
+
+namespace sdnn::detail {
+// For destructors, which cannot throw: a failed release is reported on stderr and its
+// error consumed, so it is neither lost silently nor blamed on a later, unrelated call.
+inline void cuda_check_noexcept(cudaError_t st, char const* what) noexcept {
+  if (st != cudaSuccess) {
+    cudaGetLastError();
+    std::fprintf(stderr, "sdnn: %s failed in a destructor: %s (%s)\n", what, cudaGetErrorName(st),
+                 cudaGetErrorString(st));
+  }
+}
+}  // namespace sdnn::detail

@@ -43,10 +43,11 @@ class buffer<T, device_space> {
   buffer(buffer const&) = delete;
   buffer& operator=(buffer const&) = delete;
 
-  // Frees on the allocating stream. Errors cannot be thrown from here; a failed free
-  // is left for the next checked CUDA call to report.
+  // Frees on the allocating stream, which must still exist (destroy device buffers
+  // before the stream they were allocated on). Errors cannot be thrown from here: a
+  // failed free is reported on stderr.
   void reset() noexcept {
-    if (data_) cudaFreeAsync(data_, stream_);
+    if (data_) detail::cuda_check_noexcept(cudaFreeAsync(data_, stream_), "cudaFreeAsync");
     data_ = nullptr;
     size_ = 0;
   }
@@ -74,12 +75,12 @@ class buffer<T, pinned_space> {
     if (n) SDNN_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&data_), n * sizeof(T)));
   }
   ~buffer() {
-    if (data_) cudaFreeHost(data_);
+    if (data_) detail::cuda_check_noexcept(cudaFreeHost(data_), "cudaFreeHost");
   }
   buffer(buffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
   buffer& operator=(buffer&& o) noexcept {
     if (this != &o) {
-      if (data_) cudaFreeHost(data_);
+      if (data_) detail::cuda_check_noexcept(cudaFreeHost(data_), "cudaFreeHost");
       data_ = std::exchange(o.data_, nullptr);
       size_ = std::exchange(o.size_, 0);
     }

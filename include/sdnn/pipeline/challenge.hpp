@@ -274,8 +274,9 @@ class challenge_network {
     try {
       enqueue_batch(exec, inputs, first, rows);
     } catch (...) {
-      cudaStreamEndCapture(exec.stream, &g);
+      cudaStreamEndCapture(exec.stream, &g);  // ends the (now invalid) capture
       if (g) cudaGraphDestroy(g);
+      cudaGetLastError();  // the original error is the one being rethrown
       throw;
     }
     SDNN_CUDA_CHECK(cudaStreamEndCapture(exec.stream, &g));

@@ -17,8 +17,11 @@ int main() {
   cudaStream_t stream;
   SDNN_CUDA_CHECK(cudaStreamCreate(&stream));
   sdnn::cuda_exec exec{stream};
-  auto d_a = sdnn::to_device(a, exec);
-  auto back = sdnn::to_host(d_a, exec);  // synchronises the stream
+  sdnn::csr_matrix<float, int> back;
+  {
+    auto d_a = sdnn::to_device(a, exec);  // device buffers must not outlive their stream
+    back = sdnn::to_host(d_a, exec);      // synchronises the stream
+  }
   bool same = back.nnz() == a.nnz();
   for (int k = 0; same && k < a.nnz(); ++k)
     same = back.col_idx()[k] == a.col_idx()[k] && back.values()[k] == a.values()[k];
