@@ -206,6 +206,7 @@ void with_policy(std::string const& name, F&& f) {
   if (name == policy::name<skip_empty_rows<csc_gather<4>>>()) return f(skip_empty_rows<csc_gather<4>>{});
   if (name == policy::name<skip_empty_rows<csc_gather<16>>>()) return f(skip_empty_rows<csc_gather<16>>{});
   if (name == policy::name<skip_empty_rows<csc_gather<8>>>()) return f(skip_empty_rows<csc_gather<8>>{});
+  if (name == policy::name<skip_empty_rows<csc_gather<32>>>()) return f(skip_empty_rows<csc_gather<32>>{});
   if (name == policy::name<skip_empty_rows<csc_tiled<8>>>()) return f(skip_empty_rows<csc_tiled<8>>{});
   if (name == policy::name<skip_empty_rows<csc_tiled<32>>>()) return f(skip_empty_rows<csc_tiled<32>>{});
   if (name == policy::name<csc_gather<16>>()) return f(csc_gather<16>{});
@@ -213,7 +214,7 @@ void with_policy(std::string const& name, F&& f) {
   if (name == policy::name<cusparse_buffer_per_call>()) return f(cusparse_buffer_per_call{});
   if (name == policy::name<cusparse_filter_rows>()) return f(cusparse_filter_rows{});
   SDNN_FAIL("graph_challenge: unknown --policy '", name, "'; known: ", policy::name<sparse_linear_default>(),
-            " (default), skip_empty_rows_csc_tiled{8,32}, skip_empty_rows_csc_gather{4,8,16}, csc_gather16, "
+            " (default), skip_empty_rows_csc_tiled{8,32}, skip_empty_rows_csc_gather{4,8,16,32}, csc_gather16, "
             "cusparse_reuse_buffer, cusparse_buffer_per_call, cusparse_filter_rows");
 }
 

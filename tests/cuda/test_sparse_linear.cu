@@ -233,7 +233,7 @@ void check_all_policies(std::vector<csr_matrix<float, std::int32_t>> const& ws, 
   policy::sparse_linear_default, policy::skip_empty_rows<policy::csc_gather<16>>,                              \
       policy::skip_empty_rows<policy::csc_tiled<8>>, policy::csc_tiled<16>,                                     \
       policy::skip_empty_rows<policy::csc_tiled<32>>, policy::skip_empty_rows<policy::csc_gather<8>>,                               \
-      policy::csc_gather<16>, policy::cusparse_reuse_buffer, \
+      policy::skip_empty_rows<policy::csc_gather<32>>, policy::csc_gather<16>, policy::cusparse_reuse_buffer, \
       policy::cusparse_buffer_per_call, policy::cusparse_filter_rows
 
 }  // namespace
@@ -316,6 +316,7 @@ TEST_CASE("sparse_linear device policies and sequential match the host layer", "
   run(policy::csc_gather<4>{});
   run(policy::csc_tiled<16>{});
   run(policy::skip_empty_rows<policy::csc_tiled<8>>{});
+  run(policy::skip_empty_rows<policy::csc_gather<32>>{});
   run(policy::cusparse_reuse_buffer{});
   run(policy::cusparse_buffer_per_call{});
   run(policy::cusparse_filter_rows{});

@@ -38,10 +38,7 @@ template <int Rows = 16, int Threads = 256>
 struct csc_gather {
   static constexpr int rows = Rows, threads = Threads;
   static_assert(Threads % 32 == 0 && Threads >= 32 && Threads <= 1024, "csc_gather: blocks are whole warps");
-  // Rows == 32 is withdrawn: inside challenge_network's CUDA Graph capture its launches failed
-  // with cudaErrorInvalidValue on an H200 (2026-11-21; the same policy passed in the plain
-  // layer test). Open bug; csc_tiled<32> is unaffected.
-  static_assert(Rows == 4 || Rows == 8 || Rows == 16, "csc_gather: Rows must be 4, 8 or 16 (32 is withdrawn, see above)");
+  static_assert(Rows == 4 || Rows == 8 || Rows == 16 || Rows == 32, "csc_gather: Rows must be 4, 8, 16 or 32");
 };
 
 // csc_gather with B's columns grouped at plan time into tiles whose inputs (footprint) are
