@@ -182,8 +182,8 @@ void launch_dense_csc(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T
   SDNN_CUDA_CHECK_LAUNCH();
 }
 
-// Chooses staging from the shapes: Rows staged rows when the stage fits, else global
-// gathers with Rows rows per thread.
+// Chooses staging from the shapes: the largest staged row count <= Rows whose stage fits,
+// else global gathers with Rows rows per thread.
 template <int Rows, int Threads, class T, class Index, class Acc>
 void dense_csc_dispatch(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T> c, basic_epilogue<Acc> epi,
                         Index const* live_rows, Index const* num_live, Index max_live, int* live_flags,
@@ -200,11 +200,16 @@ void dense_csc_dispatch(dense_view<T const> a, csr_view<T, Index> bt, dense_view
   std::size_t const row_bytes = static_cast<std::size_t>(bt.cols) * sizeof(float);
   if (row_bytes * stage_stride<Rows> <= csc_stage_bytes_limit)
     return launch_dense_csc<Rows, Threads, true>(a, bt, c, epi, live_rows, num_live, max_live, live_flags, stream);
-  // No fallback to a staged kernel with fewer rows: launching launch_dense_csc<Rows / 2, ...,
-  // true> from here failed with cudaErrorInvalidValue on an H200 (2026-11-21) although the
-  // same instantiation launched from dense_csc_dispatch<Rows / 2> with the same shapes and
-  // shared memory worked; the cause is not understood yet. Global gathers are correct for
-  // every shape.
+  if constexpr (Rows > 4) {
+    if (row_bytes * stage_stride<Rows / 2> <= csc_stage_bytes_limit)
+      return launch_dense_csc<Rows / 2, Threads, true>(a, bt, c, epi, live_rows, num_live, max_live, live_flags,
+                                                      stream);
+  }
+  if constexpr (Rows > 8) {
+    if (row_bytes * stage_stride<Rows / 4> <= csc_stage_bytes_limit)
+      return launch_dense_csc<Rows / 4, Threads, true>(a, bt, c, epi, live_rows, num_live, max_live, live_flags,
+                                                      stream);
+  }
   launch_dense_csc<Rows, Threads, false>(a, bt, c, epi, live_rows, num_live, max_live, live_flags, stream);
 }
 
