@@ -2,6 +2,7 @@
 // version exactly (same integers, same values) on seeded random matrices of every edge
 // shape, for float / double / __half values and int32 / int64 indices.
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_test_util.hpp"
 
 #include <cuda_fp16.h>
 
@@ -17,19 +18,10 @@
 #include <vector>
 
 using namespace sdnn;
+using sdnn_test::error_text;
+using sdnn_test::has;
 
 namespace {
-template <class F>
-std::string what_of(F&& f) {
-  try {
-    f();
-  } catch (error const& e) {
-    return e.what();
-  }
-  return "accepted";
-}
-bool has(std::string const& s, char const* part) { return s.find(part) != std::string::npos; }
-
 template <class B>
 auto ivec(B const& b) {
   return std::vector<typename B::value_type>(b.begin(), b.end());
@@ -222,7 +214,7 @@ TEST_CASE("device conversions: hand-computed example, stored zeros, strided view
   REQUIRE(ivec(tr.row_ptr()) == std::vector<int>{0, 1, 2, 3, 4});
   REQUIRE(ivec(tr.col_idx()) == std::vector<int>{0, 2, 0, 2});
   REQUIRE(fvec(tr.values()) == std::vector<float>{1, 3, 2, 4});
-  REQUIRE(has(what_of([&] { to_ell(d, 1, exec); }), "to_ell: requested width 1 is smaller than the longest row (2 entries)"));
+  REQUIRE(has(error_text([&] { to_ell(d, 1, exec); }), "to_ell: requested width 1 is smaller than the longest row (2 entries)"));
 
   // Stored zeros stay stored in sparse formats, vanish in (tiled-)dense ones.
   auto z = to_device(make_csr<double, std::int64_t>(2, 2, {0, 1, 2}, {1, 0}, {0.0, 5.0}), exec);
@@ -246,15 +238,15 @@ TEST_CASE("device conversions: hand-computed example, stored zeros, strided view
   coo_matrix<float, int> bad(3, 8, 2);
   bad.row_idx()[0] = 1;  // (1, 0) then (0, 0): unsorted
   auto dbad = to_device(bad, exec);
-  REQUIRE(has(what_of([&] { validate(dbad, exec); }), "coo: entry 1 (row 0, col 0): comes after entry 0 (row 1, col 0)"));
+  REQUIRE(has(error_text([&] { validate(dbad, exec); }), "coo: entry 1 (row 0, col 0): comes after entry 0 (row 1, col 0)"));
   auto dcsr_bad = to_device(h, exec);
   int const too_big = 9;
   SDNN_CUDA_CHECK(cudaMemcpyAsync(dcsr_bad.col_idx().data() + 1, &too_big, sizeof(int), cudaMemcpyHostToDevice, g.s));
-  REQUIRE(has(what_of([&] { validate(dcsr_bad, exec); }), "csr: row 0: col_idx[1] = 9 is out of range for 4 columns"));
+  REQUIRE(has(error_text([&] { validate(dcsr_bad, exec); }), "csr: row 0: col_idx[1] = 9 is out of range for 4 columns"));
   ell_matrix<float, int> ebad(3, 4, 2, 1);  // all padding but nnz says 1
-  REQUIRE(has(what_of([&] { validate(to_device(ebad, exec), exec); }), "ell: nnz = 1 but 0 slots hold entries"));
+  REQUIRE(has(error_text([&] { validate(to_device(ebad, exec), exec); }), "ell: nnz = 1 but 0 slots hold entries"));
   auto dt = to_tiled_dense(d, 2, 3, exec);
   std::uint8_t const one = 1;
   SDNN_CUDA_CHECK(cudaMemcpyAsync(dt.occupied().data() + 1, &one, 1, cudaMemcpyHostToDevice, g.s));
-  REQUIRE(has(what_of([&] { validate(dt, exec); }), "tiled_dense: tile (0, 1): occupied = 1 but the tile is all zero"));
+  REQUIRE(has(error_text([&] { validate(dt, exec); }), "tiled_dense: tile (0, 1): occupied = 1 but the tile is all zero"));
 }

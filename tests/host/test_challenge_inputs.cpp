@@ -1,6 +1,7 @@
 // challenge_inputs_from_mnist: shape, binary values, column-major flattening on synthetic
 // images, cyclic replication, and agreement with the official first images.
 #include "sdnn_catch.hpp"
+#include "sdnn_test_util.hpp"
 
 #include <sdnn/data/challenge_inputs.hpp>
 #include <sdnn/io/challenge_tsv.hpp>
@@ -15,17 +16,9 @@
 #include <vector>
 
 using namespace sdnn;
+using sdnn_test::error_text;
 
 namespace {
-template <class F>
-std::string error_text(F&& f) {
-  try {
-    f();
-  } catch (sdnn::error const& e) {
-    return e.what();
-  }
-  return "no throw";
-}
 io::idx_images blank(std::int32_t count, std::int32_t rows = 28, std::int32_t cols = 28) {
   io::idx_images m;
   m.count = count;

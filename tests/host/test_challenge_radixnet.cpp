@@ -1,6 +1,7 @@
 // The RadiX-Net challenge network generator: the official 1024 network's block 0 against
 // the formula, 32 nonzeros per row and per column at every size, permutations.
 #include "sdnn_catch.hpp"
+#include "sdnn_test_util.hpp"
 
 #include <sdnn/data/radixnet.hpp>
 
@@ -11,19 +12,7 @@
 #include <vector>
 
 using namespace sdnn;
-
-namespace {
-// The message of the sdnn::error f throws ("no throw" if it does not throw).
-template <class F>
-std::string error_text(F&& f) {
-  try {
-    f();
-  } catch (sdnn::error const& e) {
-    return e.what();
-  }
-  return "no throw";
-}
-}  // namespace
+using sdnn_test::error_text;
 
 namespace {
 std::vector<std::int32_t> column_counts(csr_matrix<float, std::int32_t> const& w) {

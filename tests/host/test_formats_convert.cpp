@@ -1,6 +1,7 @@
 // Formats: host conversions (hand-computed cases and round trips on seeded random
 // matrices of every edge shape) and matrix statistics.
 #include "sdnn_catch.hpp"
+#include "sdnn_test_util.hpp"
 
 #include <sdnn/sdnn.hpp>
 #include <sdnn/formats/convert.hpp>
@@ -13,19 +14,10 @@
 #include <vector>
 
 using namespace sdnn;
+using sdnn_test::error_text;
+using sdnn_test::has;
 
 namespace {
-template <class F>
-std::string what_of(F&& f) {
-  try {
-    f();
-  } catch (error const& e) {
-    return e.what();
-  }
-  return "accepted";
-}
-bool has(std::string const& s, char const* part) { return s.find(part) != std::string::npos; }
-
 template <class B>
 auto vec(B const& b) {
   return std::vector<typename B::value_type>(b.begin(), b.end());
@@ -106,7 +98,7 @@ TEMPLATE_TEST_CASE("host conversions on the hand-computed example", "[formats][c
   validate(ell3);
   REQUIRE(vec(ell3.col_idx()) == std::vector<I>{0, -1, 1, 2, -1, 3, -1, -1, -1});
   require_equal(to_csr(ell3), a);
-  REQUIRE(has(what_of([&] { to_ell(a, 1); }), "to_ell: requested width 1 is smaller than the longest row (row 0 has 2 entries)"));
+  REQUIRE(has(error_text([&] { to_ell(a, 1); }), "to_ell: requested width 1 is smaller than the longest row (row 0 has 2 entries)"));
 
   auto d = to_dense(a);
   REQUIRE(vec(d.values()) == std::vector<float>{1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4});
@@ -248,7 +240,7 @@ TEST_CASE("compute_stats on the hand-computed example", "[formats][stats]") {
   REQUIRE(z.max_row_nnz == 0);
   REQUIRE(z.row_nnz_stddev == 0.0);
   REQUIRE(z.occupied_tiles == 0);
-  REQUIRE(has(what_of([&] { compute_stats(a, 0, 3); }), "compute_stats: tile shape must be positive"));
+  REQUIRE(has(error_text([&] { compute_stats(a, 0, 3); }), "compute_stats: tile shape must be positive"));
 }
 
 TEST_CASE("compute_stats matches a brute-force count on random matrices", "[formats][stats]") {

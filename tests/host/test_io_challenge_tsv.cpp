@@ -1,13 +1,13 @@
 // Graph Challenge TSV I/O: write -> read round trips (plain and gzip), the official files,
 // and every kind of malformed input rejected with the file and line named.
 #include "sdnn_catch.hpp"
+#include "sdnn_test_util.hpp"
 
 #include <sdnn/data/radixnet.hpp>
 #include <sdnn/io/challenge_tsv.hpp>
 #include <sdnn/io/file_stream.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,38 +21,11 @@
 
 using namespace sdnn;
 namespace fs = std::filesystem;
+using sdnn_test::error_text;
+using sdnn_test::has;
+using sdnn_test::temp_dir;
 
 namespace {
-template <class F>
-std::string error_text(F&& f) {
-  try {
-    f();
-  } catch (sdnn::error const& e) {
-    return e.what();
-  }
-  return "no throw";
-}
-bool has(std::string const& s, std::string const& part) { return s.find(part) != std::string::npos; }
-
-// A fresh directory under the system temp dir, removed at scope exit.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    path = fs::temp_directory_path() /
-           ("sdnn_io_tsv_" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(char const* name) const { return (path / name).string(); }
-  std::string write(char const* name, std::string const& text) const {
-    std::ofstream(file(name), std::ios::binary) << text;
-    return file(name);
-  }
-};
-
 std::string slurp(std::string const& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -1,48 +1,19 @@
 // MatrixMarket coordinate I/O: round trips, field/symmetry variants, rejected headers and entries.
 #include "sdnn_catch.hpp"
+#include "sdnn_test_util.hpp"
 
 #include <sdnn/io/matrix_market.hpp>
 
-#include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 using namespace sdnn;
-namespace fs = std::filesystem;
+using sdnn_test::error_text;
+using sdnn_test::has;
+using sdnn_test::temp_dir;
 
 namespace {
-template <class F>
-std::string error_text(F&& f) {
-  try {
-    f();
-  } catch (sdnn::error const& e) {
-    return e.what();
-  }
-  return "no throw";
-}
-bool has(std::string const& s, std::string const& part) { return s.find(part) != std::string::npos; }
-
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    path = fs::temp_directory_path() /
-           ("sdnn_io_mm_" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(char const* name) const { return (path / name).string(); }
-  std::string write(char const* name, std::string const& text) const {
-    std::ofstream(file(name), std::ios::binary) << text;
-    return file(name);
-  }
-};
-
 template <class T, class I>
 void require_same(csr_matrix<T, I> const& a, csr_matrix<T, I> const& b) {
   REQUIRE(a.rows() == b.rows());

@@ -1,47 +1,19 @@
 // MNIST IDX reader: the shipped 10k digits, synthetic files, bad magic and truncation.
 #include "sdnn_catch.hpp"
+#include "sdnn_test_util.hpp"
 
 #include <sdnn/io/file_stream.hpp>
 #include <sdnn/io/mnist_idx.hpp>
 
-#include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 using namespace sdnn;
-namespace fs = std::filesystem;
+using sdnn_test::error_text;
+using sdnn_test::has;
+using sdnn_test::temp_dir;
 
 namespace {
-template <class F>
-std::string error_text(F&& f) {
-  try {
-    f();
-  } catch (sdnn::error const& e) {
-    return e.what();
-  }
-  return "no throw";
-}
-bool has(std::string const& s, std::string const& part) { return s.find(part) != std::string::npos; }
-
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    path = fs::temp_directory_path() /
-           ("sdnn_io_idx_" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(char const* name, std::string const& bytes) const {
-    std::ofstream((path / name).string(), std::ios::binary) << bytes;
-    return (path / name).string();
-  }
-};
-
 std::string be32(std::uint32_t v) {
   return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
 }

@@ -23,16 +23,7 @@
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/csr.hpp"
 #include "sdnn/formats/dense.hpp"
-
-#define SDNN_CUSPARSE_CHALLENGE_CHECK(call)                                                                          \
-  do {                                                                                                    \
-    cusparseStatus_t const sdnn_st_ = (call);                                                              \
-    if (sdnn_st_ != CUSPARSE_STATUS_SUCCESS)                                                               \
-      throw ::sdnn::cuda_error(static_cast<int>(sdnn_st_),                                                 \
-                               ::sdnn::detail::concat("cuSPARSE call `", #call, "` failed: ",              \
-                                                      cusparseGetErrorString(sdnn_st_)),                    \
-                               __FILE__, __LINE__);                                                        \
-  } while (0)
+#include "sdnn/vendor/cusparse.cuh"  // SDNN_CUSPARSE_CHECK
 
 namespace sdnn::vendor {
 namespace detail {
@@ -54,7 +45,7 @@ constexpr cusparseIndexType_t index_type() {
 inline cusparseHandle_t cusparse_handle() {
   struct holder {
     cusparseHandle_t h = nullptr;
-    holder() { SDNN_CUSPARSE_CHALLENGE_CHECK(cusparseCreate(&h)); }
+    holder() { SDNN_CUSPARSE_CHECK(cusparseCreate(&h)); }
     ~holder() {
       if (h) cusparseDestroy(h);
     }
@@ -94,17 +85,17 @@ csr_matrix<T, std::int32_t, device_space> transpose_csr(csr_view<T, std::int32_t
     return t;
   }
   cusparseHandle_t h = detail::cusparse_handle();
-  SDNN_CUSPARSE_CHALLENGE_CHECK(cusparseSetStream(h, exec.stream));
+  SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
   std::size_t bytes = 0;
-  SDNN_CUSPARSE_CHALLENGE_CHECK(cusparseCsr2cscEx2_bufferSize(
+  SDNN_CUSPARSE_CHECK(cusparseCsr2cscEx2_bufferSize(
       h, w.rows, w.cols, w.nnz, w.values, w.row_ptr, w.col_idx, t.values().data(), t.row_ptr().data(),
       t.col_idx().data(), detail::cuda_type<T>(), CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO,
       CUSPARSE_CSR2CSC_ALG1, &bytes));
   buffer<unsigned char, device_space> work(bytes, exec);
-  SDNN_CUSPARSE_CHALLENGE_CHECK(cusparseCsr2cscEx2(h, w.rows, w.cols, w.nnz, w.values, w.row_ptr, w.col_idx, t.values().data(),
-                                         t.row_ptr().data(), t.col_idx().data(), detail::cuda_type<T>(),
-                                         CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1,
-                                         work.data()));
+  SDNN_CUSPARSE_CHECK(cusparseCsr2cscEx2(h, w.rows, w.cols, w.nnz, w.values, w.row_ptr, w.col_idx, t.values().data(),
+                               t.row_ptr().data(), t.col_idx().data(), detail::cuda_type<T>(),
+                               CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1,
+                               work.data()));
   return t;
 }
 
@@ -131,22 +122,22 @@ class cusparse_spmm {
       SDNN_CUDA_CHECK(cudaMemset2DAsync(c.data, c.ld * sizeof(T), 0, c.cols * sizeof(T), rows, exec.stream));
     } else {
       cusparseHandle_t h = detail::cusparse_handle();
-      SDNN_CUSPARSE_CHALLENGE_CHECK(cusparseSetStream(h, exec.stream));
+      SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
       cusparseSpMatDescr_t sa;
       cusparseDnMatDescr_t db, dc;
-      SDNN_CUSPARSE_CHALLENGE_CHECK(cusparseCreateCsr(&sa, bt.rows, bt.cols, bt.nnz, const_cast<Index*>(bt.row_ptr),
-                                            const_cast<Index*>(bt.col_idx), const_cast<T*>(bt.values),
-                                            detail::index_type<Index>(), detail::index_type<Index>(),
-                                            CUSPARSE_INDEX_BASE_ZERO, detail::cuda_type<T>()));
-      SDNN_CUSPARSE_CHALLENGE_CHECK(cusparseCreateDnMat(&db, a.cols, rows, a.ld, const_cast<T*>(a.data), detail::cuda_type<T>(),
-                                              CUSPARSE_ORDER_COL));
-      SDNN_CUSPARSE_CHALLENGE_CHECK(cusparseCreateDnMat(&dc, c.cols, rows, c.ld, c.data, detail::cuda_type<T>(), CUSPARSE_ORDER_COL));
+      SDNN_CUSPARSE_CHECK(cusparseCreateCsr(&sa, bt.rows, bt.cols, bt.nnz, const_cast<Index*>(bt.row_ptr),
+                                  const_cast<Index*>(bt.col_idx), const_cast<T*>(bt.values),
+                                  detail::index_type<Index>(), detail::index_type<Index>(),
+                                  CUSPARSE_INDEX_BASE_ZERO, detail::cuda_type<T>()));
+      SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(&db, a.cols, rows, a.ld, const_cast<T*>(a.data), detail::cuda_type<T>(),
+                                    CUSPARSE_ORDER_COL));
+      SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(&dc, c.cols, rows, c.ld, c.data, detail::cuda_type<T>(), CUSPARSE_ORDER_COL));
       using compute_t = accumulator_t<T>;
       compute_t const alpha = 1, beta = 0;
       cudaDataType_t const ct = detail::cuda_type<compute_t>();
       std::size_t bytes = 0;
-      SDNN_CUSPARSE_CHALLENGE_CHECK(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                                  &alpha, sa, db, &beta, dc, ct, CUSPARSE_SPMM_ALG_DEFAULT, &bytes));
+      SDNN_CUSPARSE_CHECK(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                        &alpha, sa, db, &beta, dc, ct, CUSPARSE_SPMM_ALG_DEFAULT, &bytes));
       buffer<unsigned char, device_space> local;
       unsigned char* work = nullptr;
       if (mode_ == cusparse_workspace::reuse) {
@@ -156,8 +147,8 @@ class cusparse_spmm {
         local = buffer<unsigned char, device_space>(bytes, exec);
         work = local.data();
       }
-      SDNN_CUSPARSE_CHALLENGE_CHECK(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, sa,
-                                       db, &beta, dc, ct, CUSPARSE_SPMM_ALG_DEFAULT, work));
+      SDNN_CUSPARSE_CHECK(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, sa,
+                             db, &beta, dc, ct, CUSPARSE_SPMM_ALG_DEFAULT, work));
       cusparseDestroySpMat(sa);
       cusparseDestroyDnMat(db);
       cusparseDestroyDnMat(dc);
