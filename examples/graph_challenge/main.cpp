@@ -227,7 +227,11 @@ void print_summary(std::int32_t n, std::int32_t layers_n, std::int64_t inputs, o
   std::printf("inference seconds: %.6f\n", o.seconds);
   std::printf("rate (edges/s):    %.4e\n", rate);
   std::printf("categories:        %zu\n", o.categories.size());
-  std::printf("backend:           %s (policy %s)\n", backend.c_str(), policy_name.c_str());
+  // Device policies do not apply to the host backend (it runs the reference summation order).
+  if (backend == "cuda")
+    std::printf("backend:           cuda (policy %s)\n", policy_name.c_str());
+  else
+    std::printf("backend:           host (sequential reference; device policies do not apply)\n");
   std::printf("GPU:               %s\n", backend == "cuda" ? m.gpu_name.c_str() : "none (host backend)");
 }
 
