@@ -127,10 +127,13 @@ class cusparse_spmm_plan {
 
   std::size_t buffer_bytes() const noexcept { return buf_.size(); }
 
-  // C = epi(A * B) on exec.stream; b and c must have the planned shapes.
+  // C = epi(A * B) on exec.stream; b and c must have the planned shapes and leading
+  // dimensions (the dense descriptors are built once and only their pointers change).
   template <class Acc>
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec exec) {
     check_shapes(b, c);
+    SDNN_EXPECTS(b.ld == ldb_ && c.ld == ldc_, "cusparse_spmm: the plan was built for leading dimensions B ", ldb_,
+                 ", C ", ldc_, "; run() got B ", b.ld, ", C ", c.ld);
     if (c.rows == 0 || c.cols == 0) return;
     if (trivial(b, c)) {  // nothing to multiply: C = epi(0)
       SDNN_CUDA_CHECK(cudaMemset2DAsync(c.data, sizeof(T) * c.ld, 0, sizeof(T) * c.cols, c.rows, exec.stream));
@@ -155,6 +158,7 @@ class cusparse_spmm_plan {
     return nnz_ == 0 || c.rows == 0 || c.cols == 0 || b.rows == 0;
   }
   void finish(dense_view<T const> b, dense_view<T> c, cuda_exec exec) {
+    ldb_ = b.ld, ldc_ = c.ld;
     if (trivial(b, c)) return;
     std::int64_t const ldb = column_major_ ? b.rows : b.ld, ldc = column_major_ ? c.rows : c.ld;
     auto const order = column_major_ ? CUSPARSE_ORDER_COL : CUSPARSE_ORDER_ROW;
@@ -176,6 +180,7 @@ class cusparse_spmm_plan {
   policy::cusparse_alg alg_;
   bool column_major_;
   std::int64_t m_, k_, nnz_;
+  std::int64_t ldb_ = 0, ldc_ = 0;
   cusparseHandle_t h_ = nullptr;
   cusparseConstSpMatDescr_t a_ = nullptr;
   cusparseDnMatDescr_t bd_ = nullptr, cd_ = nullptr;
