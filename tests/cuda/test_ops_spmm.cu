@@ -1,7 +1,8 @@
 // Device tests of every sparse-product policy against the host reference
 // (reference/spmm.hpp): CSR (row-split, nnz-balanced, empty-row mask/compact, automatic,
 // cuSPARSE), COO (nnz-split, cuSPARSE), ELL, tiled-dense, and dense x sparse (dense_csc,
-// cuSPARSE) on seeded random inputs and edge cases.
+// cuSPARSE) on seeded random inputs and edge cases; the nnz-split paths (rows cut by
+// chunk boundaries, a row of 100k entries, empty rows, nnz = 0, determinism) at the end.
 // Data are small integers: float results are exact (every partial sum is an integer far
 // below 2^24), so float compares with ==. __half inputs are exact too and accumulate in
 // float; only the final store rounds to half, so __half compares within one half ulp
@@ -11,9 +12,14 @@
 #include <sdnn/sdnn.hpp>
 #include <sdnn/ops/spmm.cuh>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -353,12 +359,279 @@ TEST_CASE("automatic picks by matrix statistics and matches the reference", "[cu
   // One row of 3000 among rows of ~10 -> nnz-balanced.
   check(random_csr({"", 300, 4000, 0, 0.0025, 0.0, 5}, 4), policy::spmm_choice::csr_nnz_balanced,
         "automatic: skewed rows");
-  // Uniform sparse rows -> row-split; uniform rows at 10 % density -> staged B.
+  // Few uniform sparse rows -> row-split at any density.
   check(random_csr({"", 300, 300, 0, 0.02, 0.0}, 6), policy::spmm_choice::csr_row_split, "automatic: uniform");
   check(random_csr({"", 300, 300, 0, 0.1, 0.0}, 8), policy::spmm_choice::csr_row_split, "automatic: 10% dense");
-  // Many rows at 10 % density -> the (row groups, slabs) grid.
-  check(random_csr({"", 4100, 300, 0, 0.1, 0.0}, 9), policy::spmm_choice::csr_row_split_rows_in_x,
+  // Many rows: at 10 % density the panel order, at 1 % the (row groups, slabs) grid.
+  check(random_csr({"", 4100, 300, 0, 0.1, 0.0}, 9), policy::spmm_choice::csr_panels,
         "automatic: 4100 rows, 10% dense");
+  check(random_csr({"", 4100, 300, 0, 0.01, 0.0}, 10), policy::spmm_choice::csr_row_split_rows_in_x,
+        "automatic: 4100 rows, 1% dense");
+  SDNN_CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+// ---------------------------------------------------------------------------------------
+// nnz-split paths (coo_nnz_split, csr_nnz_balanced): rows cut by chunk boundaries (carry +
+// fix-up), a row spread over thousands of warps, empty rows anywhere, nnz = 0. C starts
+// filled with -777, so a row nobody writes fails the comparison.
+namespace {
+
+// Host CSR with lengths[i] entries in row i (distinct sorted random columns < k); values
+// small nonzero integers in [-3, 3], or reals in [-1, 1] when `real`.
+csr_matrix<float, int> rows_of_lengths(std::int64_t k, std::vector<std::int64_t> const& lengths, std::uint32_t seed,
+                                       bool real = false) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> v(1, 3), sign(0, 1), pick(0, static_cast<int>(k) - 1);
+  std::uniform_real_distribution<float> r(-1.f, 1.f);
+  std::vector<int> rp{0}, ci, all;
+  std::vector<float> vals;
+  for (std::int64_t len : lengths) {
+    REQUIRE(len <= k);
+    std::vector<int> cols;
+    if (len * 4 < k) {
+      std::set<int> s;
+      while (static_cast<std::int64_t>(s.size()) < len) s.insert(pick(rng));
+      cols.assign(s.begin(), s.end());
+    } else {
+      if (all.empty()) {
+        all.resize(static_cast<std::size_t>(k));
+        std::iota(all.begin(), all.end(), 0);
+      }
+      std::sample(all.begin(), all.end(), std::back_inserter(cols), len, rng);
+      std::sort(cols.begin(), cols.end());
+    }
+    for (int c : cols) {
+      ci.push_back(c);
+      float const x = real ? r(rng) : static_cast<float>(v(rng));
+      vals.push_back(sign(rng) ? -x : x);
+    }
+    rp.push_back(static_cast<int>(ci.size()));
+  }
+  return make_csr<float, int>(static_cast<int>(lengths.size()), static_cast<int>(k), rp, ci, vals);
+}
+
+dense_matrix<float> random_real_dense(std::int64_t r, std::int64_t c, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> v(-1.f, 1.f);
+  dense_matrix<float> d(r, c);
+  for (std::size_t i = 0; i < d.size(); ++i) d.values()[i] = v(rng);
+  return d;
+}
+
+// A device copy of the canonical COO of a host CSR, values converted to T.
+template <class T>
+struct device_coo {
+  buffer<int, device_space> ri, ci;
+  buffer<T, device_space> v;
+  int rows, cols, nnz;
+  device_coo(csr_matrix<float, int> const& a, cuda_exec e) : rows(a.rows()), cols(a.cols()), nnz(a.nnz()) {
+    auto const h = to_coo(a);
+    ri = upload(std::vector<int>(h.row_idx().begin(), h.row_idx().end()), e);
+    ci = upload(std::vector<int>(h.col_idx().begin(), h.col_idx().end()), e);
+    v = upload(convert<T>(h.values().data(), h.values().size()), e);
+  }
+  coo_view<T, int> view() const { return {rows, cols, nnz, ri.data(), ci.data(), v.data()}; }
+};
+
+// C initialised to -777 (padding 99).
+template <class T>
+device_dense<T> sentinel_c(std::int64_t m, std::int64_t n, std::int64_t ld, cuda_exec e) {
+  dense_matrix<float> h(m, n);
+  for (std::size_t i = 0; i < h.size(); ++i) h.values()[i] = -777.f;
+  return device_dense<T>(h, ld, e);
+}
+
+struct split_case {
+  std::string name;
+  std::int64_t k;
+  std::vector<std::int64_t> lengths;  // entries per row
+  std::vector<std::int64_t> ns;       // columns of B to try
+};
+
+std::vector<split_case> split_cases() {
+  std::vector<split_case> out;
+  {  // One row of 100k entries among rows of 0..4.
+    split_case c{"one row of 100k among short rows", 120000, std::vector<std::int64_t>(300), {8, 130}};
+    for (std::int64_t i = 0; i < 300; ++i) c.lengths[i] = i == 137 ? 100000 : (i * 7) % 5;
+    out.push_back(c);
+  }
+  {  // Row lengths around the chunk sizes: every row spans 1 .. hundreds of chunks.
+    std::vector<std::int64_t> const cycle{0, 1, 31, 32, 33, 64, 65, 200, 1000, 4999, 0, 3, 257, 513};
+    split_case c{"rows over 2..many chunks", 5000, {}, {1, 3, 130}};
+    for (std::int64_t i = 0; i < 70; ++i) c.lengths.push_back(cycle[i % cycle.size()]);
+    out.push_back(c);
+  }
+  {
+    split_case c{"leading, trailing and interior empty rows", 300, std::vector<std::int64_t>(90), {5, 517}};
+    for (std::int64_t i = 10; i < 80; ++i) c.lengths[i] = i % 4 == 0 ? 0 : 1 + (i * 13) % 50;
+    for (std::int64_t i = 40; i < 47; ++i) c.lengths[i] = 0;  // a longer interior gap
+    out.push_back(c);
+  }
+  out.push_back({"all rows empty (nnz 0)", 30, std::vector<std::int64_t>(40, 0), {20}});
+  {
+    split_case c{"single entry", 30, std::vector<std::int64_t>(40, 0), {7}};
+    c.lengths[17] = 1;
+    out.push_back(c);
+  }
+  {
+    split_case c{"one entry in the first and one in the last row", 30, std::vector<std::int64_t>(40, 0), {4}};
+    c.lengths[0] = c.lengths[39] = 1;
+    out.push_back(c);
+  }
+  out.push_back({"one row of 3000", 3000, {3000}, {33}});
+  out.push_back({"dense 50 x 64", 64, std::vector<std::int64_t>(50, 64), {260}});
+  return out;
+}
+
+basic_epilogue<float> split_epilogue(int ep, float const* bias) {
+  basic_epilogue<float> epi;
+  if (ep == 1) {  // bias per column + ReLU + cap
+    epi.bias = bias;
+    epi.relu = true;
+    epi.has_cap = true;
+    epi.cap = 20.f;
+  } else if (ep == 2) {
+    epi = epilogue_challenge<float>(-1.f, 16.f);
+  }
+  return epi;
+}
+
+// Runs `run(b, c, epi)` for each epilogue and compares with the host reference.
+template <class T, class Run>
+void check_split(split_case const& cs, csr_matrix<float, int> const& a, dense_matrix<float> const& b,
+                 device_dense<T> const& db, std::int64_t ld, cuda_exec e, std::string const& what, Run run) {
+  std::int64_t const m = a.rows(), n = b.cols();
+  std::vector<float> bias(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) bias[j] = static_cast<float>(j % 5) - 2.f;
+  auto dbias = upload(bias, e);
+  for (int ep = 0; ep < 3; ++ep) {
+    dense_matrix<float> ref(m, n);
+    ops::spmm(host_exec{}, policy::csr_nnz_balanced<>{}, a.view(), b.view(), ref.view(),
+              split_epilogue(ep, bias.data()));
+    auto dc = sentinel_c<T>(m, n, ld, e);
+    run(db.cview(), dc.view(), split_epilogue(ep, dbias.data()));
+    check_against(ref, dc, e, what + " / " + cs.name + " / N " + std::to_string(n) + " / epilogue " + std::to_string(ep));
+  }
+}
+
+template <class T, class Policy>
+void split_plan_csr(char const* pname, split_case const& cs, csr_matrix<float, int> const& a,
+                    dense_matrix<float> const& b, device_dense<T> const& db, std::int64_t ld, cuda_exec e) {
+  device_csr<T> da(a, e);
+  ops::csr_spmm_plan<Policy, T, int> plan(da.view(), db.cview(), dense_view<T>{a.rows(), b.cols(), ld, nullptr}, e);
+  check_split<T>(cs, a, b, db, ld, e, pname, [&](auto bv, auto cv, auto const& epi) { plan.run(bv, cv, epi, e); });
+}
+
+template <class T, class Policy>
+void split_plan_coo(char const* pname, split_case const& cs, csr_matrix<float, int> const& a,
+                    dense_matrix<float> const& b, device_dense<T> const& db, std::int64_t ld, cuda_exec e) {
+  device_coo<T> da(a, e);
+  ops::coo_spmm_plan<Policy, T, int> plan(da.view(), db.cview(), dense_view<T>{a.rows(), b.cols(), ld, nullptr}, e);
+  check_split<T>(cs, a, b, db, ld, e, pname, [&](auto bv, auto cv, auto const& epi) { plan.run(bv, cv, epi, e); });
+}
+
+// The kernels with a forced chunk size (the plans never go below 32 for CSR), carry
+// filled with NaN so a read of a slot nobody wrote shows.
+template <class T, int U>
+void split_kernels(std::int64_t chunk, split_case const& cs, csr_matrix<float, int> const& a,
+                   dense_matrix<float> const& b, device_dense<T> const& db, std::int64_t ld, cuda_exec e) {
+  kernels::nnz_split_shape const cut{chunk, (a.nnz() + chunk - 1) / chunk};
+  buffer<float, device_space> carry(kernels::nnz_split_carry_elements(cut.chunks, b.cols()), e);
+  auto poison = [&] {  // before every run: slots are never carried over from an earlier one
+    if (carry.size()) SDNN_CUDA_CHECK(cudaMemsetAsync(carry.data(), 0xff, carry.size() * sizeof(float), e.stream));
+  };
+  std::string const tag = " (chunk " + std::to_string(chunk) + ", U " + std::to_string(U) + ")";
+  {
+    device_csr<T> da(a, e);
+    buffer<int, device_space> bounds(static_cast<std::size_t>(cut.chunks + 1), e);
+    if (cut.chunks > 0) kernels::csr_nnz_bounds(da.view(), cut.chunk, cut.chunks, bounds.data(), e.stream);
+    check_split<T>(cs, a, b, db, ld, e, "kernels::spmm_csr_nnz_balanced" + tag, [&](auto bv, auto cv, auto const& epi) {
+      poison();
+      kernels::spmm_csr_nnz_balanced<U, 4>(da.view(), bv, cv, epi, bounds.data(), cut.chunk, cut.chunks, carry.data(),
+                                           e.stream);
+    });
+  }
+  {
+    device_coo<T> da(a, e);
+    check_split<T>(cs, a, b, db, ld, e, "kernels::spmm_coo_nnz_split" + tag, [&](auto bv, auto cv, auto const& epi) {
+      poison();
+      kernels::spmm_coo_nnz_split<U>(da.view(), bv, cv, epi, cut, carry.data(), e.stream);
+    });
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("nnz-split COO and nnz-balanced CSR split rows across warps and match the reference",
+                   "[cuda][ops][spmm][nnz_split]", float, __half) {
+  SDNN_REQUIRE_DEVICE();
+  cudaStream_t s;
+  SDNN_CUDA_CHECK(cudaStreamCreate(&s));
+  cuda_exec e{s};
+  std::uint32_t seed = 4321;
+  for (auto const& cs : split_cases()) {
+    auto const a = rows_of_lengths(cs.k, cs.lengths, ++seed);
+    bool const huge = a.nnz() > 50000;
+    for (std::int64_t n : cs.ns) {
+      std::int64_t const ld = n % 2 ? n + 3 : n;  // odd N: padded, unaligned rows (scalar path)
+      auto const b = random_dense(cs.k, n, seed + 7);
+      device_dense<TestType> db(b, ld, e);
+      split_plan_csr<TestType, policy::csr_nnz_balanced<>>("csr_nnz_balanced<2,4>", cs, a, b, db, ld, e);
+      split_plan_csr<TestType, policy::csr_nnz_balanced<1, 8>>("csr_nnz_balanced<1,8>", cs, a, b, db, ld, e);
+      split_plan_coo<TestType, policy::coo_nnz_split<>>("coo_nnz_split<256,2>", cs, a, b, db, ld, e);
+      split_plan_coo<TestType, policy::coo_nnz_split<32, 1>>("coo_nnz_split<32,1>", cs, a, b, db, ld, e);
+      split_plan_coo<TestType, policy::coo_nnz_split<7, 2>>("coo_nnz_split<7,2>", cs, a, b, db, ld, e);
+      if (!huge) split_plan_coo<TestType, policy::coo_nnz_split<1, 1>>("coo_nnz_split<1,1>", cs, a, b, db, ld, e);
+      for (std::int64_t chunk : huge ? std::vector<std::int64_t>{97, 4096} : std::vector<std::int64_t>{1, 2, 5, 33, 1000}) {
+        split_kernels<TestType, 1>(chunk, cs, a, b, db, ld, e);
+        if (chunk == 5 || chunk == 97) split_kernels<TestType, 2>(chunk, cs, a, b, db, ld, e);
+      }
+    }
+  }
+  SDNN_CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+TEMPLATE_TEST_CASE("nnz-split COO and nnz-balanced CSR are deterministic on real-valued data",
+                   "[cuda][ops][spmm][nnz_split]", float, __half) {
+  SDNN_REQUIRE_DEVICE();
+  cudaStream_t s;
+  SDNN_CUDA_CHECK(cudaStreamCreate(&s));
+  cuda_exec e{s};
+  // One row of 100k entries (split over thousands of warps, long fix-up chains) and rows
+  // of 0..300 (short chains), real values: summation order matters to the last bit.
+  std::vector<std::int64_t> lengths(400);
+  for (std::int64_t i = 0; i < 400; ++i) lengths[i] = i == 211 ? 100000 : (i * 37) % 301;
+  auto const a = rows_of_lengths(120000, lengths, 99, /*real=*/true);
+  for (std::int64_t n : {8, 130}) {
+    auto const b = random_real_dense(120000, n, 100);
+    device_dense<TestType> db(b, n, e);
+    device_csr<TestType> dcsr(a, e);
+    device_coo<TestType> dcoo(a, e);
+    auto const epi = epilogue_challenge<float>(-0.25f, 16.f);
+    auto bits = [&](auto& plan) {
+      auto dc = sentinel_c<TestType>(a.rows(), n, n, e);
+      plan.run(db.cview(), dc.view(), epi, e);
+      return download(dc.d.data(), dc.d.size(), e);
+    };
+    auto same = [](std::vector<TestType> const& x, std::vector<TestType> const& y) {
+      return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(TestType)) == 0;
+    };
+    dense_view<TestType> const out{a.rows(), n, n, nullptr};  // plans only read C's shape
+    {
+      ops::csr_spmm_plan<policy::csr_nnz_balanced<>, TestType, int> p1(dcsr.view(), db.cview(), out, e);
+      ops::csr_spmm_plan<policy::csr_nnz_balanced<>, TestType, int> p2(dcsr.view(), db.cview(), out, e);
+      auto const r1 = bits(p1), r2 = bits(p1), r3 = bits(p2);
+      CHECK(same(r1, r2));
+      CHECK(same(r1, r3));
+    }
+    {
+      ops::coo_spmm_plan<policy::coo_nnz_split<32, 1>, TestType, int> p1(dcoo.view(), db.cview(), out, e);
+      ops::coo_spmm_plan<policy::coo_nnz_split<32, 1>, TestType, int> p2(dcoo.view(), db.cview(), out, e);
+      auto const r1 = bits(p1), r2 = bits(p1), r3 = bits(p2);
+      CHECK(same(r1, r2));
+      CHECK(same(r1, r3));
+    }
+  }
   SDNN_CUDA_CHECK(cudaStreamDestroy(s));
 }
 

@@ -1,14 +1,20 @@
 // sdnn/kernels/spmm_coo.cuh - sparse x dense products with a canonical (row-sorted) COO
-// left operand, nnz-split.
+// left operand, nnz-split, epilogue fused, deterministic.
 //
 //   C[M x N] = epi(A_coo[M x K] * B[K x N])
-// Pass 1 (coo_nnz_split_kernel): one warp per (chunk of E entries, column slab). The warp
-// walks its chunk 32 entries at a time (row, col, value staged by one coalesced load and
-// broadcast by shuffle), accumulates a run of equal rows in registers and adds the run
-// once into a zeroed float workspace W[M x N] with atomicAdd (a row split between chunks
-// gets one add per chunk). Balanced by construction: every warp does E entries.
-// Pass 2 (epilogue_kernel): C = epi(W), converting to T; rows without entries get epi(0).
-// Cost beyond CSR: zeroing, one read and one write of the M x N float workspace.
+// coo_nnz_split_kernel: one warp per (chunk of `chunk` entries, column slab); balanced by
+// construction, every warp does the same number of entries. The warp walks its chunk 32
+// entries at a time (row, col, value staged by one coalesced load and broadcast by
+// shuffle) and accumulates each run of equal rows in registers. A run that is a whole row
+// gets the epilogue and is stored into C directly; only the chunk's first and last run
+// can be parts of a row that crosses into a neighbouring chunk: their float partial sums
+// go to a carry buffer of 2 rows per chunk (O(chunks * N), not O(M * N)), and
+// nnz_split_fixup_kernel sums each crossing row's partials in chunk order, applies the
+// epilogue and stores. Rows without entries get epi(0) from the warp that sees the gap
+// (or from chunk 0 / the last chunk for rows before the first / after the last entry).
+// Every element of C is written exactly once and every sum has a fixed order, so results
+// are bitwise reproducible. The machinery is shared with the nnz-balanced CSR kernel: see
+// the nnz-split notes in spmm_csr.cuh.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -24,36 +30,42 @@
 namespace sdnn::kernels {
 
 namespace detail {
-template <int U, int V>
-__device__ SDNN_FORCEINLINE void flush_run(float* w_row, std::int64_t n, std::int64_t n0, int lane,
-                                           float (&acc)[U][V]) {
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    std::int64_t const j = n0 + (static_cast<std::int64_t>(u) * 32 + lane) * V;
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      if (j + e < n) atomicAdd(w_row + j + e, acc[u][e]);
-      acc[u][e] = 0.f;
-    }
-  }
-}
 
-template <class T, class Index, int U, int E>
+// COO crossing: the row of the first entry of chunk c + 1, when the entry before it (the
+// last of chunk c) has the same row.
+template <class Index>
+struct coo_crossing {
+  Index const* row_idx;
+  std::int64_t nnz, chunk;
+  __device__ std::int64_t operator()(std::int64_t c) const {
+    std::int64_t const q = (c + 1) * chunk;
+    if (q >= nnz) return -1;
+    std::int64_t const r = row_idx[q];
+    return static_cast<std::int64_t>(row_idx[q - 1]) == r ? r : -1;
+  }
+};
+
+template <class T, class Index, class Acc, int U>
 __global__ void __launch_bounds__(128)
-    coo_nnz_split_kernel(coo_view<T, Index> a, dense_view<T const> b, float* w, std::int64_t ldw, bool vec) {
+    coo_nnz_split_kernel(coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> epi,
+                         std::int64_t chunk, std::int64_t chunks, float* carry, std::int64_t ldk, bool vec) {
   constexpr int V = vec_width<T>;
   int const lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   std::int64_t const n0 = static_cast<std::int64_t>(blockIdx.x) * (32 * U * V);
-  std::int64_t const chunks = (static_cast<std::int64_t>(a.nnz) + E - 1) / E;
+  std::int64_t const nnz = a.nnz;
   for (std::int64_t ch = static_cast<std::int64_t>(blockIdx.y) * 4 + warp; ch < chunks;
        ch += static_cast<std::int64_t>(gridDim.y) * 4) {
-    std::int64_t const begin = ch * E, end = begin + E < a.nnz ? begin + E : a.nnz;
+    std::int64_t const begin = ch * chunk, end = begin + chunk < nnz ? begin + chunk : nnz;
+    float* const slots = carry + 2 * ch * ldk;
+    // Row of the entry before the chunk (-1 before the first); all loads here are
+    // warp-uniform broadcasts.
+    std::int64_t const prev = begin > 0 ? static_cast<std::int64_t>(a.row_idx[begin - 1]) : -1;
+    std::int64_t cur = a.row_idx[begin];
+    bool began_before = prev == cur;  // the first run continues a row of an earlier chunk
+    bool const goes_on = end < nnz && a.row_idx[end] == a.row_idx[end - 1];
+    if (!began_before) warp_fill_rows<T, U, V>(c, prev + 1, cur, n0, lane, epi, vec);
     float acc[U][V];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int e = 0; e < V; ++e) acc[u][e] = 0.f;
-    std::int64_t cur = -1;
+    zero_acc<U, V>(acc);
     for (std::int64_t base = begin; base < end; base += 32) {
       std::int64_t const p = base + lane;
       std::int64_t my_row = 0, my_col = 0;
@@ -68,49 +80,40 @@ __global__ void __launch_bounds__(128)
         std::int64_t const row = __shfl_sync(0xffffffffu, my_row, j);
         std::int64_t const col = __shfl_sync(0xffffffffu, my_col, j);
         float const val = __shfl_sync(0xffffffffu, my_val, j);
-        if (row != cur) {  // warp-uniform
-          if (cur >= 0) flush_run<U, V>(w + cur * ldw, b.cols, n0, lane, acc);
+        if (row != cur) {  // warp-uniform: the run of `cur` ended inside the chunk
+          nnz_split_end_run<T, U, V>(c, cur, began_before, false, slots, ldk, n0, lane, acc, epi, vec);
+          warp_fill_rows<T, U, V>(c, cur + 1, row, n0, lane, epi, vec);
           cur = row;
+          began_before = false;
         }
         axpy_slab<T, U, V>(b, col, val, n0, lane, acc, vec);
       }
     }
-    if (cur >= 0) flush_run<U, V>(w + cur * ldw, b.cols, n0, lane, acc);
+    nnz_split_end_run<T, U, V>(c, cur, began_before, goes_on, slots, ldk, n0, lane, acc, epi, vec);
+    if (ch == chunks - 1) warp_fill_rows<T, U, V>(c, cur + 1, a.rows, n0, lane, epi, vec);
   }
-}
-
-template <class T, class Acc>
-__global__ void epilogue_kernel(float const* w, std::int64_t ldw, dense_view<T> c, basic_epilogue<Acc> epi) {
-  for (std::int64_t i = blockIdx.x; i < c.rows; i += gridDim.x)
-    for (std::int64_t j = threadIdx.x; j < c.cols; j += blockDim.x)
-      c.data[i * c.ld + j] = value_cast<T>(epi(static_cast<Acc>(w[i * ldw + j]), j));
 }
 }  // namespace detail
 
-// Workspace the COO kernel needs: a.rows x b.cols floats.
-template <class T, class Index>
-std::size_t spmm_coo_workspace_elements(coo_view<T, Index> a, std::int64_t n) {
-  return static_cast<std::size_t>(a.rows) * static_cast<std::size_t>(n);
-}
-
-// w: device workspace of spmm_coo_workspace_elements() floats (zeroed here, on `stream`).
-template <int E, int U, class T, class Index, class Acc>
+// COO SpMM, nnz-split into `cut` (nnz_split_cut(a.nnz, ...)); carry: device workspace of
+// nnz_split_carry_elements(cut.chunks, b.cols) floats (contents need no initialisation;
+// runs sharing a carry must not overlap). Enqueued on `stream`.
+template <int U, class T, class Index, class Acc>
 void spmm_coo_nnz_split(coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
-                        float* w, cudaStream_t stream) {
+                        nnz_split_shape cut, float* carry, cudaStream_t stream) {
   if (a.rows <= 0 || b.cols <= 0) return;
-  std::int64_t const ldw = b.cols;
-  SDNN_CUDA_CHECK(cudaMemsetAsync(w, 0, sizeof(float) * static_cast<std::size_t>(a.rows) * ldw, stream));
-  if (a.nnz > 0) {
-    constexpr int slab = spmm_slab_columns<T, U>;
-    bool const vec = detail::slab_vectorisable(b.ld, c.ld, b.data, c.data, detail::vec_width<T>);
-    std::int64_t const chunks = (static_cast<std::int64_t>(a.nnz) + E - 1) / E;
-    dim3 const grid(static_cast<unsigned>((b.cols + slab - 1) / slab), detail::row_groups(chunks, 4));
-    detail::coo_nnz_split_kernel<T, Index, U, E><<<grid, 128, 0, stream>>>(a, b, w, ldw, vec);
-    SDNN_CUDA_CHECK_LAUNCH();
-  }
-  std::int64_t const blocks = a.rows < 65535 ? a.rows : 65535;
-  detail::epilogue_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(w, ldw, c, epi);
+  if (a.nnz == 0) return detail::fill_epilogue_zero(c, epi, stream);
+  SDNN_EXPECTS(cut.chunk >= 1 && cut.chunks == (static_cast<std::int64_t>(a.nnz) + cut.chunk - 1) / cut.chunk,
+               "spmm(coo_nnz_split): ", cut.chunks, " chunks of ", cut.chunk, " do not cut ", a.nnz, " entries");
+  constexpr int slab = spmm_slab_columns<T, U>;
+  bool const vec = detail::slab_vectorisable(b.ld, c.ld, b.data, c.data, detail::vec_width<T>);
+  std::int64_t const ldk = detail::nnz_split_carry_ld(b.cols);
+  dim3 const grid(static_cast<unsigned>((b.cols + slab - 1) / slab), detail::row_groups(cut.chunks, 4));
+  detail::coo_nnz_split_kernel<T, Index, Acc, U>
+      <<<grid, 128, 0, stream>>>(a, b, c, epi, cut.chunk, cut.chunks, carry, ldk, vec);
   SDNN_CUDA_CHECK_LAUNCH();
+  detail::nnz_split_fixup(detail::coo_crossing<Index>{a.row_idx, a.nnz, cut.chunk}, cut.chunks, carry, c, epi,
+                          stream);
 }
 
 }  // namespace sdnn::kernels
