@@ -6,8 +6,9 @@
 // Axes: M = K in {1024, 2048, 4096, 8192}, N = 1024 activations, sparsity in {0, 50, 80,
 // 90, 95, 99} % (uniform random, Bernoulli per element), value type float / __half, and a
 // block-sparse matrix (dense 32 x 32 tiles, 10 % of tiles occupied) for the tiled-dense
-// kernel. B rotates over enough copies to exceed twice the L2 cache, so every call
-// streams B from device memory as a fresh activation would be.
+// kernel and its vendor counterpart, cuSPARSE Blocked-ELL. B rotates over enough copies
+// to exceed twice the L2 cache, so every call streams B from device memory as a fresh
+// activation would be.
 //
 // Output: Google Benchmark (use --benchmark_out=FILE --benchmark_out_format=json) and one
 // JSON line per (config, kernel) with GFLOP/s (2 * nnz * N useful flops), time and the
@@ -246,6 +247,29 @@ void register_config(std::int64_t mk, std::int64_t n, double sp, bool blocks) {
       })->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
     }
   }
+  // cuSPARSE Blocked-ELL on the tiled-dense copy of A (the 32 x 32 tiles are its blocks):
+  // the vendor counterpart of sdnn_tiled_dense, registered with the vendor rows so every
+  // sdnn row of a block-sparse config reports against the fastest of all of them.
+  // Float Blocked-ELL runs on TF32 tensor cores (vendor/cusparse_blocked_ell.cuh): the
+  // row name says so, since it is not a strict-float baseline.
+  if (blocks) {
+    std::string const name =
+        std::string("cusparse_blocked_ell_BLOCKED_ELL_ALG1") + (std::is_same_v<T, float> ? "_tf32" : "");
+    benchmark::RegisterBenchmark((cfg + "/" + name).c_str(), [=](benchmark::State& st) {
+      auto p = get_problem<T>(mk, mk, n, sp, blocks);
+      cuda_exec e{stream()};
+      try {
+        tiled_dense_view<T const> tv = std::as_const(*p->tiled).view();
+        ops::tiled_spmm_plan<policy::cusparse_spmm<cusparse_alg::blocked_ell_alg1>, T> plan(tv, p->bview(),
+                                                                                           p->cview(), e);
+        report<T>(st, cfg, name, true, *p, p->a->nnz(),
+                  [&] { plan.run(p->bview(), p->cview(), epilogue_none<float>(), e); });
+      } catch (sdnn::error const& err) {
+        cudaGetLastError();
+        st.SkipWithError(err.what());
+      }
+    })->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+  }
   auto add = [&](std::string const& name, auto make_and_run) {
     benchmark::RegisterBenchmark((cfg + "/" + name).c_str(), [=](benchmark::State& st) {
       auto p = get_problem<T>(mk, mk, n, sp, blocks);
@@ -266,6 +290,21 @@ void register_config(std::int64_t mk, std::int64_t n, double sp, bool blocks) {
   csr_policy("sdnn_csr_nnz_balanced", policy::csr_nnz_balanced<>{});
   csr_policy("sdnn_csr_staged_b_r32_k64", policy::csr_staged_b<32, 64>{});
   if (!g_quick) csr_policy("sdnn_csr_staged_b_r64_k64", policy::csr_staged_b<64, 64>{});
+  // Panel order (plan-time re-sort of A, B tiles through shared memory); accumulators per
+  // lane = rows per warp x vectors x 4 (float) / 8 (__half).
+  if constexpr (std::is_same_v<T, float>) {
+    csr_policy("sdnn_csr_panels_w16_k64_u1", policy::csr_panels<16, 64, 1>{});
+    csr_policy("sdnn_csr_panels_w16_k32_u1", policy::csr_panels<16, 32, 1>{});
+    csr_policy("sdnn_csr_panels_w8_k64_u2", policy::csr_panels<8, 64, 2>{});
+    csr_policy("sdnn_csr_panels_w8_k32_u2", policy::csr_panels<8, 32, 2>{});
+    csr_policy("sdnn_csr_panels_w12_k32_u1", policy::csr_panels<12, 32, 1>{});
+    csr_policy("sdnn_csr_panels_w12_k64_u1", policy::csr_panels<12, 64, 1>{});
+    csr_policy("sdnn_csr_panels_w10_k40_u1", policy::csr_panels<10, 40, 1>{});
+    if (!g_quick) csr_policy("sdnn_csr_panels_w8_k32_u1", policy::csr_panels<8, 32, 1>{});
+  } else {
+    csr_policy("sdnn_csr_panels_w8_k64_u1", policy::csr_panels<8, 64, 1>{});
+    csr_policy("sdnn_csr_panels_w8_k32_u1", policy::csr_panels<8, 32, 1>{});
+  }
   csr_policy("sdnn_csr_row_split_u2_rows_in_x", policy::csr_row_split<2, 4, true>{});
   csr_policy("sdnn_csr_row_split_u1_rows_in_x", policy::csr_row_split<1, 4, true>{});
   csr_policy("sdnn_csr_row_split_u1_w8_rows_in_x", policy::csr_row_split<1, 8, true>{});

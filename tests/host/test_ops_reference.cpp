@@ -127,7 +127,16 @@ TEST_CASE("policy::automatic rules", "[ops][automatic]") {
   dense10.nnz = 100000, dense10.mean_row_nnz = 100, dense10.row_nnz_stddev = 10, dense10.max_row_nnz = 130;
   REQUIRE(policy::choose_spmm(dense10) == policy::spmm_choice::csr_row_split);  // 1000 rows: slab-major grid
   dense10.rows = 5000, dense10.nnz = 500000, dense10.occupied_tiles = 5000;
-  REQUIRE(policy::choose_spmm(dense10) == policy::spmm_choice::csr_row_split_rows_in_x);
+  REQUIRE(policy::choose_spmm(dense10) == policy::spmm_choice::csr_panels);  // 10 %, 5000 rows
+  auto dense50 = dense10;
+  dense50.nnz = 2500000, dense50.mean_row_nnz = 500, dense50.max_row_nnz = 560, dense50.row_nnz_stddev = 20;
+  REQUIRE(policy::choose_spmm(dense50) == policy::spmm_choice::csr_row_split_rows_in_x);  // 50 %: above the band
+  auto small = dense10;
+  small.rows = 3000, small.nnz = 300000;
+  REQUIRE(policy::choose_spmm(small) == policy::spmm_choice::csr_row_split_rows_in_x);  // 3000 rows: < 1 wave
+  auto dense1 = dense10;
+  dense1.nnz = 50000, dense1.mean_row_nnz = 10, dense1.row_nnz_stddev = 3, dense1.max_row_nnz = 20;
+  REQUIRE(policy::choose_spmm(dense1) == policy::spmm_choice::csr_row_split_rows_in_x);  // 1 %, 5000 rows
   policy::automatic_thresholds staged;
   staged.staged_b_density = 0.05;
   REQUIRE(policy::choose_spmm(dense10, staged) == policy::spmm_choice::csr_staged_b);

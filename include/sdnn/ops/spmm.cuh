@@ -6,7 +6,9 @@
 // where noted:
 //   csr_spmm_plan<Policy, T, Index>:
 //     csr_row_split<U, W>                    nothing to prepare
-//     csr_nnz_balanced<U, W>                 row-range cut (thrust::lower_bound), device
+//     csr_nnz_balanced<U, W>                 nnz-share cut (thrust::lower_bound), device;
+//                                            float carry (2 rows of N per share)
+//     csr_panels<RW, KC, U>                  A re-sorted into panels (cub radix sort), device
 //     skip_empty_rows_mask<csr_row_split>    the CSR row_ptr is the mask: same kernel
 //     skip_empty_rows_compact<csr_row_split> live/empty partition (cub), device
 //     cusparse_spmm<Alg>                     descriptors + external buffer, reused
@@ -14,9 +16,10 @@
 //                                            (SYNCHRONISES exec.stream at plan time),
 //                                            computes matrix_stats, picks with
 //                                            policy::choose_spmm, builds that plan
-//   coo_spmm_plan:   coo_nnz_split<E, U> (float workspace), cusparse_spmm<Alg>
+//   coo_spmm_plan:   coo_nnz_split<E, U> (float carry, 2 rows of N per chunk), cusparse_spmm<Alg>
 //   ell_spmm_plan:   ell_row_split<U, W>
-//   tiled_spmm_plan: tiled_dense_spmm
+//   tiled_spmm_plan: tiled_dense_spmm, cusparse_spmm<blocked_ell_alg1> (Blocked-ELL copy of A
+//                    built on the device; SYNCHRONISES exec.stream once at plan time)
 //   dense_sparse_plan: dense_csc (W transposed once on the device), cusparse_spmm<Alg>
 #pragma once
 
@@ -32,11 +35,13 @@
 #include "sdnn/kernels/row_skip.cuh"
 #include "sdnn/kernels/spmm_coo.cuh"
 #include "sdnn/kernels/spmm_csr.cuh"
+#include "sdnn/kernels/spmm_csr_panels.cuh"
 #include "sdnn/kernels/spmm_dense_csc.cuh"
 #include "sdnn/kernels/spmm_ell.cuh"
 #include "sdnn/kernels/spmm_tiled.cuh"
 #include "sdnn/ops/spmm.hpp"
 #include "sdnn/vendor/cusparse.cuh"
+#include "sdnn/vendor/cusparse_blocked_ell.cuh"
 #include "sdnn/vendor/cusparse_challenge.cuh"
 
 namespace sdnn::ops {
@@ -78,6 +83,24 @@ class csr_spmm_plan<policy::csr_staged_b<R, KC>, T, Index> {
   csr_view<T, Index> a_;
 };
 
+// Panel order: A is re-sorted once here (device, stream-ordered, no host sync); run() is
+// one kernel with the epilogue fused.
+template <int RW, int KC, int U, class T, class Index>
+class csr_spmm_plan<policy::csr_panels<RW, KC, U>, T, Index> {
+ public:
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const>, dense_view<T>, cuda_exec e)
+      : rows_(a.rows), cols_(a.cols), p_(a, RW, KC, U, e) {}
+  template <class Acc>
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
+    detail::check_spmm_args(rows_, cols_, b, c, "spmm(csr_panels)");
+    kernels::spmm_csr_panels<RW, KC, U>(p_, b, c, epi, e.stream);
+  }
+
+ private:
+  std::int64_t rows_, cols_;
+  kernels::csr_panels p_;
+};
+
 // The CSR mask form: row_ptr already says which rows are empty, and the row-split kernel
 // reads nothing of B for them (one epilogue store per empty row).
 template <class Inner, class T, class Index>
@@ -88,25 +111,33 @@ class csr_spmm_plan<policy::skip_empty_rows_mask<Inner>, T, Index> : public csr_
 template <int U, int W, class T, class Index>
 class csr_spmm_plan<policy::csr_nnz_balanced<U, W>, T, Index> {
  public:
-  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const>, dense_view<T>, cuda_exec e) : a_(a) {
-    // About 16 row ranges per SM (4 blocks of W warps), each at least 32 nonzeros: enough
-    // warps to fill the GPU once the column slabs multiply them.
-    std::int64_t const target = static_cast<std::int64_t>(::sdnn::detail::sm_count()) * 16;
-    std::int64_t const by_nnz = (static_cast<std::int64_t>(a.nnz) + 31) / 32;
-    ranges_ = std::max<std::int64_t>(1, std::min<std::int64_t>(target, std::max<std::int64_t>(by_nnz, 1)));
-    bounds_ = buffer<Index, device_space>(static_cast<std::size_t>(ranges_ + 1), e);
-    if (a.rows > 0) kernels::csr_nnz_bounds(a, ranges_, bounds_.data(), e.stream);
+  // Shares of at least 32 nonzeros, as many as fill the GPU once the column slabs
+  // multiply them (kernels::nnz_split_target_chunks); the carry is 2 rows of N floats per
+  // share, independent of M and nnz. Rows longer than a share are split.
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T>, cuda_exec e)
+      : a_(a),
+        cut_(kernels::nnz_split_cut(a.nnz, kernels::nnz_split_target_chunks(b.cols, kernels::spmm_slab_columns<T, U>),
+                                    32)),
+        n_(b.cols), bounds_(static_cast<std::size_t>(cut_.chunks + 1), e),
+        carry_(kernels::nnz_split_carry_elements(cut_.chunks, b.cols), e) {
+    if (a.rows > 0 && cut_.chunks > 0) kernels::csr_nnz_bounds(a, cut_.chunk, cut_.chunks, bounds_.data(), e.stream);
   }
+  // Writes the plan's carry buffer: runs of one plan must not overlap (one stream at a time).
   template <class Acc>
-  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) {
     detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(csr_nnz_balanced)");
-    kernels::spmm_csr_nnz_balanced<U, W>(a_, b, c, epi, bounds_.data(), ranges_, e.stream);
+    SDNN_EXPECTS(b.cols <= n_, "spmm(csr_nnz_balanced): the plan's carry was sized for ", n_,
+                 " columns, B has ", b.cols);
+    kernels::spmm_csr_nnz_balanced<U, W>(a_, b, c, epi, bounds_.data(), cut_.chunk, cut_.chunks, carry_.data(),
+                                         e.stream);
   }
 
  private:
   csr_view<T, Index> a_;
-  std::int64_t ranges_ = 0;
+  kernels::nnz_split_shape cut_;
+  std::int64_t n_;
   buffer<Index, device_space> bounds_;
+  buffer<float, device_space> carry_;
 };
 
 template <int U, int W, bool X, class T, class Index>
@@ -198,6 +229,12 @@ class csr_spmm_plan<policy::automatic, T, Index> {
       case policy::spmm_choice::csr_staged_b:
         impl_ = std::make_unique<detail::csr_runner_of<policy::csr_staged_b<>, T, Index>>(a, b, c, e);
         break;
+      case policy::spmm_choice::csr_panels:  // 16 x 4 float accumulators per lane; __half: 16 x 8 spill
+        if constexpr (std::is_same_v<T, float>)
+          impl_ = std::make_unique<detail::csr_runner_of<policy::csr_panels<16, 64, 1>, T, Index>>(a, b, c, e);
+        else
+          impl_ = std::make_unique<detail::csr_runner_of<policy::csr_panels<8, 64, 1>, T, Index>>(a, b, c, e);
+        break;
       case policy::spmm_choice::csr_skip_empty_compact:
         impl_ = std::make_unique<
             detail::csr_runner_of<policy::skip_empty_rows_compact<policy::csr_row_split<>>, T, Index>>(a, b, c, e);
@@ -238,19 +275,29 @@ class coo_spmm_plan {
 template <int E, int U, class T, class Index>
 class coo_spmm_plan<policy::coo_nnz_split<E, U>, T, Index> {
  public:
+  static_assert(E >= 1, "coo_nnz_split: at least one entry per warp");
+  // Chunks of E entries, grown when nnz / E chunks would be more than fill the GPU
+  // (kernels::nnz_split_target_chunks), so the carry (2 rows of N floats per chunk) stays
+  // bounded however large nnz is.
   coo_spmm_plan(coo_view<T, Index> a, dense_view<T const> b, dense_view<T>, cuda_exec e)
-      : a_(a), w_(kernels::spmm_coo_workspace_elements(a, b.cols), e) {}
+      : a_(a),
+        cut_(kernels::nnz_split_cut(a.nnz, kernels::nnz_split_target_chunks(b.cols, kernels::spmm_slab_columns<T, U>),
+                                    E)),
+        n_(b.cols), carry_(kernels::nnz_split_carry_elements(cut_.chunks, b.cols), e) {}
+  // Writes the plan's carry buffer: runs of one plan must not overlap (one stream at a time).
   template <class Acc>
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) {
     detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(coo_nnz_split)");
-    SDNN_EXPECTS(w_.size() >= kernels::spmm_coo_workspace_elements(a_, b.cols),
-                 "spmm(coo_nnz_split): the plan's workspace was sized for fewer columns than B has");
-    kernels::spmm_coo_nnz_split<E, U>(a_, b, c, epi, w_.data(), e.stream);
+    SDNN_EXPECTS(b.cols <= n_, "spmm(coo_nnz_split): the plan's carry was sized for ", n_, " columns, B has ",
+                 b.cols);
+    kernels::spmm_coo_nnz_split<U>(a_, b, c, epi, cut_, carry_.data(), e.stream);
   }
 
  private:
   coo_view<T, Index> a_;
-  buffer<float, device_space> w_;
+  kernels::nnz_split_shape cut_;
+  std::int64_t n_;
+  buffer<float, device_space> carry_;
 };
 
 template <policy::cusparse_alg Alg, class T, class Index>
@@ -301,6 +348,27 @@ class tiled_spmm_plan<policy::tiled_dense_spmm, T> {
 
  private:
   tiled_dense_view<T const> a_;
+};
+
+// cuSPARSE Blocked-ELL baseline (vendor/cusparse_blocked_ell.cuh): square tiles, M and K
+// multiples of the tile size; the epilogue runs as a separate pass. default_alg is
+// cuSPARSE's default for Blocked-ELL, which is BLOCKED_ELL_ALG1.
+template <policy::cusparse_alg Alg, class T>
+class tiled_spmm_plan<policy::cusparse_spmm<Alg>, T> {
+  static_assert(Alg == policy::cusparse_alg::blocked_ell_alg1 || Alg == policy::cusparse_alg::default_alg,
+                "tiled_spmm_plan: cuSPARSE takes tiled-dense as Blocked-ELL only (blocked_ell_alg1)");
+
+ public:
+  tiled_spmm_plan(tiled_dense_view<T const> a, dense_view<T const> b, dense_view<T> c, cuda_exec e)
+      : p_(a, b, c, e) {}
+  template <class Acc>
+  void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) {
+    p_.run(b, c, epi, e);
+  }
+  vendor::cusparse_blocked_ell_plan<T> const& vendor_plan() const noexcept { return p_; }
+
+ private:
+  vendor::cusparse_blocked_ell_plan<T> p_;
 };
 
 // ---------------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ enum class spmm_choice {
   csr_nnz_balanced,
   csr_skip_empty_compact,
   tiled_dense,
-  csr_staged_b
+  csr_staged_b,
+  csr_panels
 };
 enum class gemm_choice { tiled, tiled_skip_empty_compact };
 
@@ -42,6 +43,7 @@ inline char const* choice_name(spmm_choice c) {
     case spmm_choice::csr_skip_empty_compact: return "skip_empty_rows_compact<csr_row_split>";
     case spmm_choice::tiled_dense: return "tiled_dense_spmm";
     case spmm_choice::csr_staged_b: return "csr_staged_b";
+    case spmm_choice::csr_panels: return "csr_panels<16,64,1>";
   }
   return "?";
 }
@@ -70,6 +72,16 @@ struct automatic_thresholds {
   // 8192^2 at 90/99 % 2.754/0.325 -> 1.861/0.299, 2048^2 at 90 % 0.164 -> 0.147; at
   // 1024^2 the slab-major order was equal or faster (0.056 vs 0.061 ms at 90 %).
   std::int64_t rows_in_x_min_rows = 2048;
+  // CSR: panel order (csr_panels<16, 64, 1>) when A has at least this many rows and the
+  // density of its live rows lies in [panels_density, panels_max_density]. bench_spmm, H200,
+  // 2026-11-22, N = 1024, float, ms (panels vs csr_row_split<1,4,rows_in_x>; CSR_ALG3):
+  // 4096^2 at 50/80/90/95/99 %: 3.610/0.701/0.415/0.271/0.150 vs 2.348/0.944/0.499/0.314/0.084
+  // (ALG3 2.087/0.912/0.528/0.237/0.071); 8192^2 at 90/95/99 %: 1.627/1.040/0.559 vs
+  // 1.869/1.273/0.297; 2048^2 at 80/90 %: 0.294/0.180 vs 0.254/0.146 (128 blocks: under
+  // one wave of the 132 SMs x 2).
+  std::int64_t panels_min_rows = 4096;
+  double panels_density = 0.04;
+  double panels_max_density = 0.3;
   double rows_in_x_density = 0.0;
   // GEMM: compact when at least this fraction of A's rows is empty.
   double gemm_empty_row_fraction = 0.25;
@@ -91,6 +103,8 @@ inline spmm_choice choose_spmm(matrix_stats const& s, automatic_thresholds const
   double const live_density =
       live > 0 && s.cols > 0 ? static_cast<double>(s.nnz) / (static_cast<double>(live) * static_cast<double>(s.cols)) : 0;
   if (live_density >= t.staged_b_density) return spmm_choice::csr_staged_b;
+  if (s.rows >= t.panels_min_rows && live_density >= t.panels_density && live_density <= t.panels_max_density)
+    return spmm_choice::csr_panels;
   if (s.rows >= t.rows_in_x_min_rows && live_density >= t.rows_in_x_density)
     return spmm_choice::csr_row_split_rows_in_x;
   return spmm_choice::csr_row_split;

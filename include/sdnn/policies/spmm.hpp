@@ -37,11 +37,31 @@ struct csr_staged_b {
   static_assert(KChunk % 8 == 0 && KChunk * 32 % 256 == 0 && KChunk <= 96, "csr_staged_b: KChunk in 8..96 step 8");
 };
 
-// CSR, nnz-balanced: at plan time the rows are cut (thrust::lower_bound on row_ptr) into
-// contiguous row ranges holding about the same number of nonzeros; one warp per range
-// and column slab. Evens out skewed row lengths (many short rows share a warp); a single
-// row longer than the share still goes to one warp (it is not split, so the epilogue
-// stays fused).
+// CSR in panel order (kernels/spmm_csr_panels.cuh): at plan time A's nonzeros are sorted
+// on the device into (block of 8 * RowsPerWarp rows, chunk of KChunk columns, warp)
+// segments; a block (8 warps) walks K chunk by chunk, copies each chunk's B tile (KChunk x
+// one column slab of 32 lanes x SlabVectors x 16 bytes) and entries into shared memory with
+// cp.async, double-buffered, and every nonzero of its rows in the chunk reads B from there
+// (about 8 * RowsPerWarp * density uses per B element instead of one). Accumulators for
+// the warp's RowsPerWarp rows stay in registers; the epilogue is fused. The plan owns the
+// reordered copy of A (8 bytes per nonzero). Registers hold RowsPerWarp x SlabVectors x 4
+// (float) / x 8 (__half) accumulators per lane: keep that <= 64.
+template <int RowsPerWarp = 16, int KChunk = 64, int SlabVectors = 1>
+struct csr_panels {
+  static constexpr int rows_per_warp = RowsPerWarp, k_chunk = KChunk, slab_vectors = SlabVectors;
+  static_assert(RowsPerWarp >= 1 && RowsPerWarp <= 32, "csr_panels: 1..32 rows per warp");
+  static_assert(SlabVectors == 1 || SlabVectors == 2, "csr_panels: 1 or 2 vectors per lane");
+  static_assert(KChunk >= 8 && KChunk % 8 == 0 && KChunk * SlabVectors <= 128,
+                "csr_panels: KChunk a multiple of 8, KChunk * SlabVectors <= 128");
+};
+
+// CSR, nnz-balanced: the nonzeros are cut into equal shares (ranges by nnz, not by rows;
+// the first row of each share is found at plan time with thrust::lower_bound on row_ptr);
+// one warp per share and column slab. Many short rows share a warp and a long row is
+// spread over many warps. Rows inside a share get the epilogue fused; rows cut by a share
+// boundary leave float partial sums in a small carry (2 rows of N per share), which a
+// fix-up pass adds in share order (deterministic), then applies the epilogue. Empty rows
+// get epi(0). See the nnz-split notes in kernels/spmm_csr.cuh.
 template <int SlabVectors = 2, int WarpsPerBlock = 4>
 struct csr_nnz_balanced {
   static constexpr int slab_vectors = SlabVectors, warps = WarpsPerBlock;
@@ -54,9 +74,13 @@ struct ell_row_split {
   static constexpr int slab_vectors = SlabVectors, warps = WarpsPerBlock;
 };
 
-// COO (canonical, row-sorted), nnz-split: each warp takes a fixed chunk of entries,
-// accumulates runs of equal rows in registers and adds each run once (atomicAdd) into a
-// float workspace; a second pass applies the epilogue. Balanced by construction.
+// COO (canonical, row-sorted), nnz-split: each warp takes a fixed chunk of entries (at
+// least EntriesPerWarp; the plan grows chunks when there would be more than fill the GPU)
+// and accumulates runs of equal rows in registers. Whole rows get the epilogue and are
+// stored directly; the partial first/last row of a chunk goes to a small float carry (2
+// rows of N per chunk) and a fix-up pass adds the partials in chunk order (deterministic,
+// no atomics) and applies the epilogue. Balanced by construction; the same machinery as
+// csr_nnz_balanced (kernels/spmm_coo.cuh, spmm_csr.cuh).
 template <int EntriesPerWarp = 256, int SlabVectors = 2>
 struct coo_nnz_split {
   static constexpr int entries_per_warp = EntriesPerWarp, slab_vectors = SlabVectors;
