@@ -3,13 +3,19 @@
 // in the same process. Layers: the VGG-16 3x3 convolutions, ResNet-50 and DenseNet-121
 // 1x1 convolutions, text-CNN 1-D convolutions (kernel 2 and 3).
 //
-// One JSON line per (layer, precision, sparsity) to $SDNN_BENCH_JSON (default stdout):
-//   sdnn_s (fused conv + bias + ReLU), cudnn_s (convolution alone: the conservative
-//   baseline), cudnn_fused_s (convolution + bias/ReLU pass), speedup = cudnn_s / sdnn_s,
-//   the tuned block shape, nnz per channel and padding overhead.
+// One JSON line per (layer, precision, sparsity, pruning rule) to $SDNN_BENCH_JSON
+//   (default stdout): sdnn_s (fused conv + bias + ReLU), cudnn_s (convolution alone: the
+//   conservative baseline), cudnn_fused_s (convolution + bias/ReLU pass), speedup =
+//   cudnn_s / sdnn_s, the tuned block shape (with sums_in_registers, chunks, passes and
+//   windows staged per block), the pruning rule, nnz per channel and padding overhead.
+// Pruning rules (conv/pruning.hpp): "global" (one threshold; channels padded to the
+//   densest one) and "per_channel" (every channel keeps round((1-s)*C*R*S): no padding
+//   unless a channel has too few nonzeros; the issue's "target" level per channel).
+//   Default: global at every sparsity, per_channel at 90 % only (names end in
+//   /per_channel); --rules=global,per_channel runs each listed rule at every sparsity.
 // Flags (before Google Benchmark's own): --quick (VGG layers 1-4, one 1x1, both 1-D;
 //   sparsities 90 and 95 %), --sparsities=0.8,0.9 --precisions=float,half,half_facc
-//   --batch=128 --layers=substring.
+//   --rules=global,per_channel --batch=128 --layers=substring.
 // Precisions: float (float data, float accumulation), half (half data, half arithmetic),
 // half_facc (half data, float accumulation); cuDNN half for both half variants.
 #include <benchmark/benchmark.h>
@@ -74,7 +80,15 @@ struct options {
   int batch = 128;
   std::string layer_filter;
   bool precisions_given = false;
+  std::vector<std::string> rules{"global", "per_channel"};
+  bool rules_given = false;
 } opt;
+
+prune_rule rule_of(std::string const& r) {
+  if (r == "global") return prune_rule::global;
+  if (r == "per_channel") return prune_rule::per_channel;
+  SDNN_FAIL("bench_conv: --rules takes global and/or per_channel, got '", r, "'");
+}
 
 // The buffers and baseline of the layer being measured (one at a time: the largest VGG
 // layer needs 1.6 GB per float activation tensor at batch 128).
@@ -137,10 +151,10 @@ layer_ctx<T>& ctx_for(layer_spec const& L, char const* prec) {
 }
 
 template <class T, class Acc>
-void bench_sparse(benchmark::State& state, layer_spec L, double sparsity, std::string prec) {
+void bench_sparse(benchmark::State& state, layer_spec L, double sparsity, std::string prec, std::string rule) {
   auto& c = ctx_for<T>(L, prec.c_str());
   cuda_exec ex;
-  auto const p = prune_uniform(c.dense_w.data(), L.s.K, L.s.filter_size(), sparsity);
+  auto const p = prune_uniform(c.dense_w.data(), L.s.K, L.s.filter_size(), sparsity, rule_of(rule));
   typename layers::sparse_conv2d<T, Acc>::options o;
   o.tune_reps = 1;  // plan: one warm-up + one timed launch per candidate (keeps the sweep short)
   layers::sparse_conv2d<T, Acc> sp(make_conv_weights<T>(L.s, p), c.bias, o);
@@ -153,10 +167,17 @@ void bench_sparse(benchmark::State& state, layer_spec L, double sparsity, std::s
       },
       ex.stream, 5);
   auto const& cfg = sp.config();
-  for (auto const& [c, tt] : sp.tuning_log())
-    std::printf("# tune %s %s s=%.3f variant %d tw %d th %d cc %d: %.3f ms%s\n", L.name.c_str(), prec.c_str(), sparsity,
-                c.variant, c.tw, c.th, c.cc, tt * 1e3,
-                (c.variant == cfg.variant && c.tw == cfg.tw && c.th == cfg.th && c.cc == cfg.cc) ? " *" : "");
+  auto const geo = geometry_of(L.s, cfg);
+  for (auto const& [c, tt] : sp.tuning_log()) {
+    auto const g = geometry_of(L.s, c);
+    bool const chosen = c.variant == cfg.variant && c.tw == cfg.tw && c.th == cfg.th && c.cc == cfg.cc &&
+                        c.kw == cfg.kw && c.ksplit == cfg.ksplit && c.sums_in_registers == cfg.sums_in_registers;
+    std::printf("# tune %s %s %s s=%.3f variant %d tw %d th %d cc %d (%d chunks) kw %d ksplit %d sums %s "
+                "(%d passes, %d windows): %.3f ms%s\n",
+                L.name.c_str(), prec.c_str(), rule.c_str(), sparsity, c.variant, c.tw, c.th, c.cc, g.nchunks, c.kw,
+                c.ksplit, c.sums_in_registers ? "in registers" : "through the output", g.passes, g.stagings, tt * 1e3,
+                chosen ? " *" : "");
+  }
   double const flops_dense = 2.0 * opt.batch * double(L.s.out_features()) * double(L.s.filter_size());
   double const fma_sparse = double(opt.batch) * double(L.s.out_features()) * double(p.nnz_per_channel);
   state.counters["speedup"] = c.cudnn_s > 0 ? c.cudnn_s / t : 0;
@@ -168,6 +189,7 @@ void bench_sparse(benchmark::State& state, layer_spec L, double sparsity, std::s
       .num("batch", opt.batch)
       .num("C", L.s.C).num("H", L.s.H).num("W", L.s.W).num("K", L.s.K).num("R", L.s.R).num("S", L.s.S)
       .num("sparsity", sparsity)
+      .str("rule", rule)
       .num("achieved_sparsity", p.achieved_sparsity)
       .num("nnz_per_channel", double(p.nnz_per_channel))
       .num("padding_overhead", p.padding_overhead)
@@ -180,6 +202,8 @@ void bench_sparse(benchmark::State& state, layer_spec L, double sparsity, std::s
       .num("dense_tflops_cudnn", c.cudnn_s > 0 ? flops_dense / c.cudnn_s / 1e12 : 0)
       .num("sparse_tfma_per_s", fma_sparse / t / 1e12)
       .num("variant", cfg.variant).num("tw", cfg.tw).num("th", cfg.th).num("cc", cfg.cc)
+      .num("kw", cfg.kw).num("ksplit", cfg.ksplit).num("sums_in_registers", cfg.sums_in_registers)
+      .num("nchunks", geo.nchunks).num("passes", geo.passes).num("windows_per_block", geo.stagings)
       .emit();
 }
 
@@ -205,6 +229,11 @@ int main(int argc, char** argv) {
       opt.precisions = split(a.substr(13));
       opt.precisions_given = true;
     }
+    else if (a.rfind("--rules=", 0) == 0) {
+      opt.rules = split(a.substr(8));
+      for (auto const& r : opt.rules) rule_of(r);  // validate
+      opt.rules_given = true;
+    }
     else if (a.rfind("--batch=", 0) == 0) opt.batch = std::stoi(a.substr(8));
     else if (a.rfind("--layers=", 0) == 0) opt.layer_filter = a.substr(9);
     else rest.push_back(argv[i]);
@@ -214,7 +243,8 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&rc, rest.data());
   // The 90 % pass over every layer first (the targets), then the other sparsities, so a
   // time-boxed run still has the headline numbers. half_facc (half data, float
-  // accumulation) only at 90 % unless --precisions names it.
+  // accumulation) only at 90 % unless --precisions names it; per_channel pruning only at
+  // 90 % unless --rules names it.
   std::vector<double> order = opt.sparsities;
   std::stable_sort(order.begin(), order.end(), [](double a, double b) { return (a == 0.9) > (b == 0.9); });
   for (double s : order)
@@ -223,14 +253,20 @@ int main(int argc, char** argv) {
       if (opt.quick && !(L.name.rfind("vgg_3x", 0) == 0 || L.name.rfind("vgg_64x", 0) == 0 ||
                          L.name.rfind("vgg_128x112", 0) == 0 || L.name == "rn50_1x1_256x56_64" || L.net == "textcnn"))
         continue;
-      for (auto const& prec : opt.precisions) {
-        if (prec == "half_facc" && s != 0.9 && !opt.precisions_given) continue;
-        std::string const n = "conv/" + L.name + "/" + prec + "/s" + std::to_string(int(s * 1000 + 0.5));
-        auto cfg = [](auto* b) { b->UseManualTime()->Iterations(2)->Unit(benchmark::kMillisecond); };
-        if (prec == "float") cfg(benchmark::RegisterBenchmark(n.c_str(), bench_sparse<float, float>, L, s, prec));
-        else if (prec == "half") cfg(benchmark::RegisterBenchmark(n.c_str(), bench_sparse<__half, __half>, L, s, prec));
-        else if (prec == "half_facc") cfg(benchmark::RegisterBenchmark(n.c_str(), bench_sparse<__half, float>, L, s, prec));
-      }
+      for (auto const& prec : opt.precisions)
+        for (auto const& rule : opt.rules) {
+          if (prec == "half_facc" && s != 0.9 && !opt.precisions_given) continue;
+          if (rule == "per_channel" && s != 0.9 && !opt.rules_given) continue;
+          // global rows keep their old names; per_channel rows end in /per_channel
+          std::string const n = "conv/" + L.name + "/" + prec + "/s" + std::to_string(int(s * 1000 + 0.5)) +
+                                (rule == "global" ? "" : "/" + rule);
+          auto cfg = [](auto* b) { b->UseManualTime()->Iterations(2)->Unit(benchmark::kMillisecond); };
+          if (prec == "float") cfg(benchmark::RegisterBenchmark(n.c_str(), bench_sparse<float, float>, L, s, prec, rule));
+          else if (prec == "half")
+            cfg(benchmark::RegisterBenchmark(n.c_str(), bench_sparse<__half, __half>, L, s, prec, rule));
+          else if (prec == "half_facc")
+            cfg(benchmark::RegisterBenchmark(n.c_str(), bench_sparse<__half, float>, L, s, prec, rule));
+        }
     }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

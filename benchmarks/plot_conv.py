@@ -32,6 +32,10 @@ def main():
     prefix = sys.argv[2] if len(sys.argv) > 2 else path.rsplit(".", 1)[0]
     rows = [json.loads(l) for l in open(path) if l.strip().startswith("{")]
     rows = [r for r in rows if r.get("family") == "conv"]
+    # Lines are the global-threshold pruning rule; the per_channel rows (no padding, 90 % only)
+    # are listed in their own table below instead of joining the lines.
+    per_channel = [r for r in rows if r.get("rule", "global") == "per_channel"]
+    rows = [r for r in rows if r.get("rule", "global") == "global"]
     by = defaultdict(lambda: defaultdict(list))  # precision -> layer -> [(sparsity, speedup)]
     gpu = rows[0]["gpu"] if rows else "?"
     for r in rows:
@@ -47,6 +51,14 @@ def main():
             lo = min(p[0] for p in pts)
             txt = "none" if c is None else (f"<={c:.3f}" if c == lo and dict(pts)[lo] >= 1.0 else f"{c:.3f}")
             print(f"{prec:10s} {layer:28s} {cells}  {txt}")
+    if per_channel:
+        print("\nper_channel pruning (no padding), speedup over cuDNN of the same precision:")
+        glob = {(r["precision"], r["layer"], r["sparsity"]): r["speedup"] for r in rows}
+        for r in sorted(per_channel, key=lambda r: (r["precision"], r["layer"])):
+            g = glob.get((r["precision"], r["layer"], r["sparsity"]))
+            gt = f"{g:.2f}" if g is not None else "-"
+            print(f"{r['precision']:10s} {r['layer']:28s} s={r['sparsity']:.3f} per_channel {r['speedup']:.2f}"
+                  f"  global {gt}")
     try:
         import matplotlib
         matplotlib.use("Agg")

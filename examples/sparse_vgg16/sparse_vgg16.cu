@@ -1,10 +1,11 @@
 // sparse_vgg16: the 13 VGG-16 convolutions (3x3, pad 1, ReLU) with 2x2 max-pooling between
-// blocks, weights pruned to 90 % (uniform nnz per output channel), run as a device
+// blocks, weights pruned on the device (conv/pruning.cuh) to 90 % (uniform nnz per output
+// channel, global threshold or per-channel rule), run as a device
 // pipeline of sdnn::layer<float> (layers::sparse_conv2d + a max-pool layer), and the same
 // stack with the same pruned weights on dense cuDNN (float, no TF32). Prints both times
 // and the max relative error of the final output (max |sdnn - cudnn| / max |cudnn|).
 //
-//   sparse_vgg16 [batch = 32] [sparsity = 0.9] [reps = 5]
+//   sparse_vgg16 [batch = 32] [sparsity = 0.9] [reps = 5] [rule = global | per_channel]
 // Random weights (He-scaled, fixed seed), random input in [-1, 1).
 #include <cuda_runtime.h>
 
@@ -19,7 +20,7 @@
 
 #include <sdnn/sdnn.hpp>
 #include <sdnn/conv/conv_weights.hpp>
-#include <sdnn/conv/pruning.hpp>
+#include <sdnn/conv/pruning.cuh>
 #include <sdnn/conv/sparse_conv_layer.cuh>
 #if defined(SDNN_HAS_CUDNN)
 #include <sdnn/conv/cudnn_conv.cuh>
@@ -118,7 +119,11 @@ int main(int argc, char** argv) {
   int const batch = argc > 1 ? std::atoi(argv[1]) : 32;
   double const sparsity = argc > 2 ? std::atof(argv[2]) : 0.9;
   int const reps = argc > 3 ? std::atoi(argv[3]) : 5;
+  std::string const rule_name = argc > 4 ? argv[4] : "global";
   try {
+    SDNN_EXPECTS(rule_name == "global" || rule_name == "per_channel",
+                 "sparse_vgg16: rule must be global or per_channel, got '", rule_name, "'");
+    conv::prune_rule const rule = rule_name == "global" ? conv::prune_rule::global : conv::prune_rule::per_channel;
     cuda_exec ex;
     // (C, K, H) of the 13 convolutions; 0 marks a pool.
     int const cfg[][3] = {{3, 64, 224},   {64, 64, 224},  {0, 64, 224},   {64, 128, 112}, {128, 128, 112},
@@ -141,7 +146,11 @@ int main(int argc, char** argv) {
       std::vector<float> w(static_cast<std::size_t>(s.weight_count())), bias(static_cast<std::size_t>(s.K));
       for (auto& x : w) x = nd(g);
       for (auto& x : bias) x = 0.01f * nd(g);
-      auto const p = conv::prune_uniform(w.data(), s.K, s.filter_size(), sparsity);
+      // pruned on the device (one synchronisation per layer: the report), then the host
+      // copy builds the offset format and feeds the dense cuDNN stack
+      device_buffer<float> dw(w.size(), ex);
+      SDNN_CUDA_CHECK(cudaMemcpyAsync(dw.data(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice, ex.stream));
+      auto const p = conv::to_host(conv::prune_uniform(dw.data(), s.K, s.filter_size(), sparsity, rule, ex), ex);
       padding += double(p.padding);
       stored += double(p.nnz_per_channel * s.K);
       sparse.layers.push_back(std::make_unique<layers::sparse_conv2d<float>>(conv::make_conv_weights<float>(s, p), bias));
@@ -151,8 +160,8 @@ int main(int argc, char** argv) {
     }
     device_buffer<float> in(static_cast<std::size_t>(batch) * sparse.in_features, ex);
     conv::detail::fill_hash(in.data(), in.size(), 99u, ex);
-    std::printf("VGG-16 conv stack, batch %d, sparsity %.3f (padding %.2f %% of stored entries)\n", batch, sparsity,
-                100.0 * padding / stored);
+    std::printf("VGG-16 conv stack, batch %d, sparsity %.3f, %s pruning (padding %.2f %% of stored entries)\n", batch,
+                sparsity, rule_name.c_str(), 100.0 * padding / stored);
     sparse.plan(batch, ex);  // tuning runs (synchronising)
     float const* ys = nullptr;
     double const t_sparse = median_ms([&] { ys = sparse.run(in.data(), batch, ex); }, reps);

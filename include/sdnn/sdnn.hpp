@@ -53,6 +53,7 @@
 #include "sdnn/formats/copy.cuh"
 #include "sdnn/formats/convert.cuh"
 #include "sdnn/formats/stats.cuh"
+#include "sdnn/conv/pruning.cuh"
 #include "sdnn/conv/direct_sparse_conv.cuh"
 #include "sdnn/conv/sparse_conv_layer.cuh"
 #include "sdnn/vendor/cublas.cuh"

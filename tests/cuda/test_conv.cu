@@ -4,10 +4,15 @@
 // |sum| <= 4*3*C*R*S*... well under that); real-valued __half runs use the stated
 // tolerances: |y - ref| <= tol * (sum |w||x| + |bias|), tol = 1e-3 (float accumulation),
 // 2e-2 (half accumulation). Outputs are poisoned (all bits set = NaN) before each run.
+// __half with float accumulation over several channel chunks is checked against ONE half
+// rounding of the exact result (the old kernel rounded once per chunk; the host test
+// "... catches per-chunk rounding" shows that this data would expose it). The device
+// pruning (pruning.cuh) must equal the host prune_uniform field for field.
 #include "sdnn_gpu_test.cuh"
 
 #include <sdnn/conv/conv_weights.hpp>
 #include <sdnn/conv/direct_sparse_conv.cuh>
+#include <sdnn/conv/pruning.cuh>
 #include <sdnn/conv/pruning.hpp>
 #include <sdnn/conv/reference.hpp>
 #include <sdnn/conv/sparse_conv_layer.cuh>
@@ -17,6 +22,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -93,23 +99,33 @@ std::vector<conv_case> edge_cases() {
   };
 }
 
-// Every candidate config of every variant, plus odd shapes (partial warps, small chunks).
+// Every candidate config of every variant, plus odd shapes (partial warps, small chunks),
+// each forced one with both ways sums cross chunks (sums_in_registers 1 and 0).
 std::vector<direct_conv_config> all_configs(conv_shape const& s, std::size_t elem) {
   auto v = direct_conv_candidates(s, elem);
-  for (int var = 0; var < 4; ++var) {
-    direct_conv_config c;
-    c.variant = var;
-    c.rows_mode = s.OH() > 1 ? 1 : 0;
-    c.tw = c.rows_mode ? 5 : 40;
-    c.th = c.rows_mode ? 3 : 1;
-    c.cc = 2;
-    v.push_back(c);
-    c.kw = 3;       // k-group slots in parallel, a partial last warp
-    c.ksplit = 2;   // output channels split over blocks
-    c.cc = 3;
-    v.push_back(c);
-  }
+  for (int var = 0; var < 4; ++var)
+    for (int regs : {1, 0}) {
+      direct_conv_config c;
+      c.variant = var;
+      c.sums_in_registers = regs;
+      c.rows_mode = s.OH() > 1 ? 1 : 0;
+      c.tw = c.rows_mode ? 5 : 40;
+      c.th = c.rows_mode ? 3 : 1;
+      c.cc = 2;
+      v.push_back(c);
+      c.kw = 3;       // k-group slots in parallel, a partial last warp
+      c.ksplit = 2;   // output channels split over blocks
+      c.cc = 3;
+      v.push_back(c);
+      c.kw = 1;       // one slot: one pass per k-group (odd passes walk the chunks backwards)
+      c.ksplit = 1;
+      v.push_back(c);
+    }
   return v;
+}
+// __half data with float accumulation refuses partial sums through the output.
+bool facc_refuses(conv_shape const& s, direct_conv_config const& c) {
+  return !c.sums_in_registers && geometry_of(s, c).nchunks > 1;
 }
 }  // namespace
 
@@ -132,7 +148,8 @@ TEST_CASE("direct_sparse_conv float == host reference on edge-case shapes, every
         std::size_t bad = 0;
         for (std::size_t i = 0; i < y.size(); ++i) bad += double(y[i]) != ref[i];
         INFO("C=" << cs.s.C << " H=" << cs.s.H << " W=" << cs.s.W << " K=" << cs.s.K << " R=" << cs.s.R << " S="
-                  << cs.s.S << " variant " << c.variant << " tw " << c.tw << " th " << c.th << " cc " << c.cc);
+                  << cs.s.S << " variant " << c.variant << " tw " << c.tw << " th " << c.th << " cc " << c.cc
+                  << " kw " << c.kw << " ksplit " << c.ksplit << " sums_in_registers " << c.sums_in_registers);
         REQUIRE(bad == 0);
       }
     }
@@ -151,12 +168,18 @@ TEST_CASE("direct_sparse_conv __half (half and float accumulation) == host refer
     auto const w = make_conv_weights<__half>(cs.s, p);
     auto const ref = conv_reference(cs.s, cs.N, in.data(), p.pruned.data(), bias.data(), true);
     auto const hin = to_t<__half>(in);
-    for (auto const& c : direct_conv_candidates(cs.s, sizeof(__half))) {
-      auto const y1 = run_direct<__half, float>(w, cs.N, hin, bias, true, c);
+    for (auto const& c : all_configs(cs.s, sizeof(__half))) {
+      INFO("C=" << cs.s.C << " K=" << cs.s.K << " variant " << c.variant << " cc " << c.cc << " kw " << c.kw
+                << " sums_in_registers " << c.sums_in_registers);
       auto const y2 = run_direct<__half, __half>(w, cs.N, hin, bias, true, c);
       std::size_t bad = 0;
-      for (std::size_t i = 0; i < ref.size(); ++i) bad += (double(y1[i]) != ref[i]) + (double(y2[i]) != ref[i]);
-      INFO("C=" << cs.s.C << " K=" << cs.s.K << " variant " << c.variant);
+      for (std::size_t i = 0; i < ref.size(); ++i) bad += double(y2[i]) != ref[i];
+      if (facc_refuses(cs.s, c)) {
+        REQUIRE_THROWS_AS((run_direct<__half, float>(w, cs.N, hin, bias, true, c)), sdnn::error);
+      } else {
+        auto const y1 = run_direct<__half, float>(w, cs.N, hin, bias, true, c);
+        for (std::size_t i = 0; i < ref.size(); ++i) bad += double(y1[i]) != ref[i];
+      }
       REQUIRE(bad == 0);
     }
   }
@@ -184,16 +207,17 @@ TEST_CASE("direct_sparse_conv on real-valued data within the stated tolerance", 
   auto const wh = make_conv_weights<__half>(s, p);
   for (auto const& c : direct_conv_candidates(s, 2)) {
     auto const yf = run_direct<float, float>(wf, N, in_r, bias, false, c);
-    auto const y1 = run_direct<__half, float>(wh, N, hin, bias, false, c);
+    auto const y1 = facc_refuses(s, c) ? std::vector<float>{} : run_direct<__half, float>(wh, N, hin, bias, false, c);
     auto const y2 = run_direct<__half, __half>(wh, N, hin, bias, false, c);
     double e0 = 0, e1 = 0, e2 = 0;
     for (std::size_t i = 0; i < ref.size(); ++i) {
       double const sc = scale[i] + 0.25;
       e0 = std::max(e0, std::fabs(yf[i] - ref_f[i]) / sc);
-      e1 = std::max(e1, std::fabs(y1[i] - ref[i]) / sc);
+      if (!y1.empty()) e1 = std::max(e1, std::fabs(y1[i] - ref[i]) / sc);
       e2 = std::max(e2, std::fabs(y2[i] - ref[i]) / sc);
     }
-    INFO("variant " << c.variant << " errors " << e0 << " " << e1 << " " << e2);
+    INFO("variant " << c.variant << " cc " << c.cc << " sums_in_registers " << c.sums_in_registers << " errors " << e0
+                    << " " << e1 << " " << e2);
     REQUIRE(e0 <= 1e-5);
     REQUIRE(e1 <= 1e-3);
     REQUIRE(e2 <= 2e-2);
@@ -258,6 +282,207 @@ TEST_CASE("sparse_conv2d / sparse_conv1d layers: tuned plan, device pipeline == 
   for (std::size_t i = 0; i < ref3.size(); ++i) bad += double(y3[i]) != ref3[i];
   REQUIRE(bad == 0);
   REQUIRE_THROWS_AS(layers::sparse_conv1d<float>(make_conv_weights<float>(s1, p1)), sdnn::error);
+}
+
+TEST_CASE("direct_sparse_conv __half with float accumulation over several channel chunks is rounded to half once",
+          "[cuda][conv][half][chunks]") {
+  SDNN_REQUIRE_DEVICE();
+  // Same case as the host test "... catches per-chunk rounding": non-negative small
+  // integers, so every partial sum is an exact float integer (+ 0.25 bias) up to ~3e4,
+  // where half steps are 8-32: the one correct rounding is __float2half(ref) exactly.
+  auto const s = conv_shape::conv2d(256, 12, 20, 16, 3, 3, 1, 1);
+  int const N = 4;
+  auto const in = small_ints(static_cast<std::size_t>(N * s.in_features()), 0, 6, 4242);
+  auto const wd = small_ints(static_cast<std::size_t>(s.weight_count()), 0, 6, 4243);
+  auto const p = prune_uniform(wd.data(), s.K, s.filter_size(), 0.6);
+  std::vector<float> bias(static_cast<std::size_t>(s.K), 0.25f);
+  auto const ref = conv_reference(s, N, in.data(), p.pruned.data(), bias.data(), true);
+  auto const w = make_conv_weights<__half>(s, p);
+  auto const hin = to_t<__half>(in);
+  auto configs = direct_conv_candidates(s, 2, N, direct_conv_window_budget, false);
+  for (int v = 0; v < sdnn::conv::detail::direct_conv_variant_count; ++v)
+    for (int cc : {16, 50, 100}) {
+      direct_conv_config c;
+      c.variant = v;
+      c.tw = 8;
+      c.th = 2;
+      c.cc = cc;
+      c.kw = 2;
+      configs.push_back(c);
+    }
+  std::size_t multi = 0;
+  for (auto const& c : configs) {
+    auto const g = geometry_of(s, c);
+    multi += g.nchunks > 1;
+    INFO("variant " << c.variant << " tw " << c.tw << " th " << c.th << " cc " << g.cc << " chunks " << g.nchunks
+                    << " passes " << g.passes << " sums_in_registers " << c.sums_in_registers);
+    REQUIRE((c.sums_in_registers == 1 || g.nchunks == 1));
+    auto const y = run_direct<__half, float>(w, N, hin, bias, true, c);
+    std::size_t bad = 0, outside = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      float const once = value_cast<float>(value_cast<__half>(float(ref[i])));  // float(ref) is exact
+      bad += y[i] != once;
+      outside += std::fabs(double(y[i]) - ref[i]) > std::ldexp(std::fabs(ref[i]), -11);
+    }
+    REQUIRE(outside == 0);  // within one half rounding
+    REQUIRE(bad == 0);      // and it is the correctly rounded one
+  }
+  REQUIRE(multi >= 8);
+  // the output round trip is refused for this (T, Acc)
+  direct_conv_config c0;
+  c0.cc = 50;
+  c0.sums_in_registers = 0;
+  REQUIRE_THROWS_AS((run_direct<__half, float>(w, N, hin, bias, true, c0)), sdnn::error);
+
+  // Real-valued, non-negative (no cancellation): |y - ref| <= 2^-11 |ref| (one half rounding)
+  // + (1 + 2^-11) * the float accumulation's own error bound gamma_m * (sum |w||x| + |bias|),
+  // gamma_m = m u / (1 - m u), u = 2^-24, m = nnz + 1 roundings (the products are exact).
+  std::mt19937 gen(77);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  std::vector<float> rin(static_cast<std::size_t>(N * s.in_features())), rw(static_cast<std::size_t>(s.weight_count()));
+  for (auto& x : rin) x = value_cast<float>(value_cast<__half>(u(gen)));  // half-exact inputs
+  for (auto& x : rw) x = value_cast<float>(value_cast<__half>(u(gen) * 0.05f));
+  auto const pr = prune_uniform(rw.data(), s.K, s.filter_size(), 0.6);
+  auto const rref = conv_reference(s, N, rin.data(), pr.pruned.data(), bias.data(), true);
+  auto const wr = make_conv_weights<__half>(s, pr);
+  double const mu = (double(pr.nnz_per_channel) + 1) * std::ldexp(1.0, -24), gamma = mu / (1 - mu);
+  for (auto const& c : configs) {
+    auto const y = run_direct<__half, float>(wr, N, to_t<__half>(rin), bias, true, c);
+    double worst = 0;
+    for (std::size_t i = 0; i < rref.size(); ++i) {
+      double const r = rref[i];  // all terms >= 0: r is also sum |w||x| + |bias|
+      double const bound = std::ldexp(r, -11) + (1 + std::ldexp(1.0, -11)) * gamma * r + 1e-30;
+      worst = std::max(worst, std::fabs(double(y[i]) - r) / bound);
+    }
+    INFO("variant " << c.variant << " cc " << c.cc << " worst error / bound " << worst);
+    REQUIRE(worst <= 1.0);
+  }
+}
+
+namespace {
+// Weights with many ties (as in tests/host/test_conv.cpp): {0, -0, +-0.5, +-1, +-2},
+// about one channel in six all zero.
+std::vector<float> tie_heavy(std::int64_t K, std::int64_t F, std::uint32_t seed) {
+  std::mt19937 g(seed);
+  float const vals[] = {0.0f, -0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 2.0f, -2.0f};
+  std::uniform_int_distribution<int> d(0, 7), zc(0, 5);
+  std::vector<float> w(static_cast<std::size_t>(K * F));
+  for (std::int64_t k = 0; k < K; ++k) {
+    bool const zero = zc(g) == 0;
+    for (std::int64_t f = 0; f < F; ++f) w[static_cast<std::size_t>(k * F + f)] = zero ? 0.0f : vals[d(g)];
+  }
+  return w;
+}
+// The device result equals the host one field for field (pruned bit for bit), and
+// values[e] is the pruned weight of stored entry e.
+void require_same_pruning(device_pruning_result const& d, pruning_result const& h, cuda_exec ex) {
+  auto const a = to_host(d, ex);
+  REQUIRE(a.K == h.K);
+  REQUIRE(a.filter_size == h.filter_size);
+  REQUIRE(a.nnz_per_channel == h.nnz_per_channel);
+  REQUIRE(a.kept_per_channel == h.kept_per_channel);
+  REQUIRE(a.kept == h.kept);
+  REQUIRE(a.padding == h.padding);
+  REQUIRE(a.target_sparsity == h.target_sparsity);
+  REQUIRE(a.achieved_sparsity == h.achieved_sparsity);
+  REQUIRE(a.stored_density == h.stored_density);
+  REQUIRE(a.padding_overhead == h.padding_overhead);
+  REQUIRE(a.index == h.index);
+  REQUIRE(a.pruned.size() == h.pruned.size());
+  REQUIRE(std::memcmp(a.pruned.data(), h.pruned.data(), a.pruned.size() * sizeof(float)) == 0);
+  std::vector<float> values(d.values.size());
+  if (!values.empty())
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(values.data(), d.values.data(), values.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                    ex.stream));
+  SDNN_CUDA_CHECK(cudaStreamSynchronize(ex.stream));
+  REQUIRE(values.size() == h.index.size());
+  std::size_t bad = 0;
+  for (std::size_t e = 0; e < values.size(); ++e) {
+    std::int64_t const k = std::int64_t(e) / h.nnz_per_channel;
+    float const want = h.pruned[static_cast<std::size_t>(k * h.filter_size + h.index[e])];
+    bad += std::memcmp(&values[e], &want, sizeof(float)) != 0;
+  }
+  REQUIRE(bad == 0);
+}
+}  // namespace
+
+TEST_CASE("device prune_uniform == host prune_uniform (ties, zero channels, both rules, uniform_nnz, async)",
+          "[cuda][conv][prune]") {
+  SDNN_REQUIRE_DEVICE();
+  cudaStream_t st = nullptr;
+  SDNN_CUDA_CHECK(cudaStreamCreate(&st));
+  {
+    cuda_exec ex(st);
+    struct kf {
+      std::int64_t K, F;
+    };
+    std::uint32_t seed = 31;
+    for (auto const [K, F] : {kf{1, 1}, kf{1, 9}, kf{6, 1}, kf{7, 45}, kf{16, 576}, kf{3, 1000}, kf{40, 27}, kf{64, 4608},
+                              kf{1, 70000}})
+      for (double s : {0.0, 0.3, 0.5, 0.9, 0.95, 1.0})
+        for (auto rule : {prune_rule::global, prune_rule::per_channel}) {
+          auto const w = tie_heavy(K, F, seed++);
+          auto const dw = upload(w, ex);
+          auto const host = prune_uniform(w.data(), K, F, s, rule);
+          INFO("K=" << K << " F=" << F << " sparsity " << s << " rule " << int(rule));
+          require_same_pruning(prune_uniform(dw.data(), K, F, s, rule, ex), host, ex);
+          if (rule == prune_rule::per_channel) {
+            require_same_pruning(prune_uniform_async(dw.data(), K, F, s, rule, -1, ex).get(), host, ex);
+            continue;
+          }
+          for (std::int64_t un : {host.nnz_per_channel, (host.nnz_per_channel + F + 1) / 2, F}) {
+            INFO("uniform_nnz " << un);
+            auto const hu = prune_uniform(w.data(), K, F, s, rule, un);
+            require_same_pruning(prune_uniform(dw.data(), K, F, s, rule, un, ex), hu, ex);
+            require_same_pruning(prune_uniform_async(dw.data(), K, F, s, rule, un, ex).get(), hu, ex);
+          }
+        }
+  }
+  SDNN_CUDA_CHECK(cudaStreamDestroy(st));
+}
+
+TEST_CASE("device prune_uniform: errors, and its weights drive the convolution like the host ones",
+          "[cuda][conv][prune]") {
+  SDNN_REQUIRE_DEVICE();
+  cuda_exec ex;
+  std::int64_t const K = 8, F = 36;
+  auto w = tie_heavy(K, F, 5);
+  for (std::int64_t f = 0; f < 18; ++f) w[static_cast<std::size_t>(f)] = 3.0f;  // channel 0: >= 18 kept at 50 %
+  auto const dw = upload(w, ex);
+  auto const host = prune_uniform(w.data(), K, F, 0.5);
+  REQUIRE(host.nnz_per_channel > 10);
+  // uniform_nnz below the densest channel: the synchronous call throws, the async get() too
+  REQUIRE_THROWS_AS(prune_uniform(dw.data(), K, F, 0.5, prune_rule::global, 10, ex), sdnn::error);
+  {
+    auto pending = prune_uniform_async(dw.data(), K, F, 0.5, prune_rule::global, 10, ex);
+    REQUIRE_THROWS_AS(pending.get(), sdnn::error);
+  }
+  REQUIRE_THROWS_AS(prune_uniform_async(dw.data(), K, F, 0.5, prune_rule::global, -1, ex), sdnn::error);
+  REQUIRE_THROWS_AS(prune_uniform(dw.data(), K, F, 1.5, ex), sdnn::error);
+  REQUIRE_THROWS_AS(prune_uniform(dw.data(), K, F, 0.5, prune_rule::per_channel, 4, ex), sdnn::error);
+  {
+    auto pending = prune_uniform_async(dw.data(), K, F, 0.5, prune_rule::per_channel, -1, ex);
+    auto r = pending.get();
+    REQUIRE_THROWS_AS(pending.get(), sdnn::error);  // taken
+  }
+  // NaN weights are reported
+  std::vector<float> wn = w;
+  wn[17] = std::nanf("");
+  auto const dn = upload(wn, ex);
+  REQUIRE_THROWS_AS(prune_uniform(dn.data(), K, F, 0.5, ex), sdnn::error);
+  REQUIRE_THROWS_AS(prune_uniform_async(dn.data(), K, F, 0.5, prune_rule::per_channel, -1, ex).get(), sdnn::error);
+  // device-pruned weights through make_conv_weights run the convolution exactly as the host ones
+  auto const s = conv_shape::conv2d(4, 10, 9, int(K), 3, 3, 1, 1);
+  REQUIRE(s.filter_size() == F);
+  auto const dev = to_host(prune_uniform(dw.data(), K, F, 0.7, prune_rule::per_channel, ex), ex);
+  auto const in = small_ints(static_cast<std::size_t>(3 * s.in_features()), -2, 2, 6);
+  std::vector<float> bias(static_cast<std::size_t>(K), 0.5f);
+  auto const ref = conv_reference(s, 3, in.data(), prune_uniform(w.data(), K, F, 0.7, prune_rule::per_channel).pruned.data(),
+                                  bias.data(), true);
+  auto const y = run_direct<float, float>(make_conv_weights<float>(s, dev), 3, in, bias, true, direct_conv_config{});
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) bad += double(y[i]) != ref[i];
+  REQUIRE(bad == 0);
 }
 
 #if defined(SDNN_HAS_CUDNN)

@@ -24,6 +24,15 @@ struct direct_conv_config {
   int cc = 64;          // input channels per staged chunk
   int kw = 1;           // k-group slots working in parallel on one tile (block = kw*tw*th threads)
   int ksplit = 1;       // blocks sharing one tile's output channels (grid z)
+  // How partial sums cross channel chunks (matters only when cc < C):
+  //   1: chunk loop inside each k-group pass; sums stay in registers and are stored (and,
+  //      for __half, rounded) once; the window is restaged for every pass (passes after
+  //      the first walk the chunks in alternating order and reuse the chunk left in the
+  //      window, so a block stages nchunks + (passes-1)*(nchunks-1) windows);
+  //   0: chunks outer; each window is staged once and partial sums round-trip through the
+  //      output (one extra output read + write per extra chunk). Rejected for __half data
+  //      with float accumulation (the round trip would round to half once per chunk).
+  int sums_in_registers = 1;
 };
 
 namespace detail {
@@ -70,6 +79,8 @@ struct direct_conv_geometry {
   int toh, tow, sh, sw;
   int cc, nchunks, tiles_x, tiles_y;
   int threads, kper;  // block threads; output channels per k-split
+  int passes;         // k-group passes of a block's slots over its kper channels
+  int stagings;       // input windows a block stages (sums_in_registers: see direct_conv_config)
 };
 
 inline direct_conv_geometry geometry_of(conv_shape const& s, direct_conv_config const& c) {
@@ -96,17 +107,29 @@ inline direct_conv_geometry geometry_of(conv_shape const& s, direct_conv_config 
   int const kgroups = (s.K + g.k_group - 1) / g.k_group;
   int const split = std::min(c.ksplit, kgroups);
   g.kper = (kgroups + split - 1) / split * g.k_group;
+  g.passes = (g.kper / g.k_group + c.kw - 1) / c.kw;
+  g.stagings = c.sums_in_registers ? g.nchunks + (g.passes - 1) * (g.nchunks - 1) : g.nchunks;
   return g;
 }
+
+// Default shared-memory budget of one block's input window (see direct_conv_candidates).
+inline constexpr std::size_t direct_conv_window_budget = 100 * 1024;
 
 // Candidate block shapes for a shape (tuning tries each). For every variant and pixel
 // tile, cc is the largest channel count whose window fits window_budget (one chunk when
 // the whole C fits: 100 KB leaves room for two blocks per SM on Hopper's 228 KB), kw
 // fills the block to ~256 threads with k-group slots, and ksplit gives the grid at least
-// ~2 blocks per SM (assumed 132 SMs) for batch `batch`.
+// ~2 blocks per SM (assumed 132 SMs) for batch `batch`. With one chunk the candidate has
+// sums_in_registers = 0 (the window is staged once either way; that kernel is the one
+// measured in benchmarks/results/conv_notes_H200_2026-11-21.md). With several chunks it
+// comes with sums_in_registers = 1 (no output round trip, windows restaged per pass) and,
+// if allow_output_round_trip (false for __half data with float accumulation), also with
+// 0 (windows staged once, partial sums through the output): which is faster depends on
+// the passes and chunks, so tuning decides.
 inline std::vector<direct_conv_config> direct_conv_candidates(conv_shape const& s, std::size_t elem_bytes,
                                                               std::int64_t batch = 128,
-                                                              std::size_t window_budget = 100 * 1024) {
+                                                              std::size_t window_budget = direct_conv_window_budget,
+                                                              bool allow_output_round_trip = true) {
   std::vector<direct_conv_config> out;
   int const rows_mode = s.OH() > 1 ? 1 : 0;
   for (int v = 0; v < detail::direct_conv_variant_count; ++v) {
@@ -147,7 +170,12 @@ inline std::vector<direct_conv_config> direct_conv_candidates(conv_shape const& 
       std::int64_t const want = 2 * 132;
       if (blocks < want)
         c.ksplit = static_cast<int>(std::min<std::int64_t>((kgroups + c.kw - 1) / c.kw, (want + blocks - 1) / blocks));
+      c.sums_in_registers = chunks > 1 ? 1 : 0;
       out.push_back(c);
+      if (chunks > 1 && allow_output_round_trip) {
+        c.sums_in_registers = 0;
+        out.push_back(c);
+      }
     }
   }
   return out;

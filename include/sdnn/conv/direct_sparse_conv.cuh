@@ -8,17 +8,25 @@
 // Block: kw slots x (tw x th) pixel threads; pixel thread (tx, ty) owns P pixels
 //   rows_mode = 1 (2-D): (ty + p*th, tx)      rows_mode = 0 (1-D): (ty, tx + p*tw)
 // slot w walks the k-groups w, w + kw, ... of KG channels, with acc[KG][P][NB] in registers.
-// Per channel chunk j (cc channels):
-//   1. stage s_in[cc][sh][sw][NB] (images interleaved, so one vector load gives one
-//      position of all NB images; consecutive lanes store consecutive words), zero outside
-//      the image; loads are issued 4 segments at a time so several are in flight;
-//   2. per k-group: for each entry (tile offset * NB, weight; an 8-byte load that every
-//      thread of the block reads: a broadcast served by L1) one vector load per pixel and
-//      NB FMAs per pixel; then store: partial sums of chunk j > 0 are added to the value
-//      stored by chunk j-1 (same block, same thread: no race); the last chunk adds bias[k],
-//      applies ReLU. Consecutive tx store consecutive ox (coalesced).
-// With one chunk (cc == C, the common case) nothing is re-read. With several chunks the
-// partial sums round-trip through the output in T (for __half: one extra rounding per chunk).
+// The two building blocks:
+//   stage(j): s_in[cc][sh][sw][NB] <- channel chunk j of the window (images interleaved,
+//      so one vector load gives one position of all NB images; consecutive lanes store
+//      consecutive words), zero outside the image; loads are issued 4 segments at a time
+//      so several are in flight;
+//   accumulate(j, k-group): for each entry of chunk j (tile offset * NB, weight; an 8-byte
+//      load that every thread of the block reads: a broadcast served by L1) one vector
+//      load per pixel and NB FMAs per pixel.
+// The store adds bias[k] and applies ReLU; consecutive tx store consecutive ox (coalesced).
+// With one chunk (cc == C, the common case) the window is staged once and each k-group's
+// sums are stored once. With several chunks, direct_conv_config::sums_in_registers picks
+// how sums cross chunks (a template parameter of the kernel):
+//   true:  for each k-group pass, for each chunk: stage, accumulate; store once. Sums stay
+//          in registers (for __half: rounded to half exactly once); windows are restaged
+//          per pass (odd passes walk the chunks backwards and reuse the last one staged);
+//   false: for each chunk: stage once, then every k-group accumulates and stores, adding
+//          the partial sums stored by chunk j-1 (same block, same thread: no race): one
+//          output read + write per extra chunk; exact for float, refused for __half data
+//          with float accumulation (it would round to half once per chunk).
 // Invariants: entries of (chunk j, channel k) only address channels [j*cc, (j+1)*cc) of the
 // window; every position a pixel + entry reaches lies inside the window (host-tested by
 // tests/host/test_conv.cpp, which emulates this index arithmetic).
@@ -62,6 +70,9 @@ struct direct_conv_params {
   int tw, th, rows_mode, toh, tow, kw, kper;
   int cc, sh, sw, nchunks, tiles_x;
   float inv_tiles_x;
+  // staging: window rows (c, r) of segs_per_row segments (32 / NB columns x NB images)
+  int segs_per_row, nsegs;
+  float inv_spr, inv_sh;
 };
 
 namespace detail {
@@ -85,7 +96,7 @@ SDNN_DEVICE SDNN_FORCEINLINE void divmod(int n, int d, float inv, int& q, int& r
   else if (r < 0) { --q; r += d; }
 }
 
-template <class T, class Acc, int NB, int KG, int P>
+template <class T, class Acc, int NB, int KG, int P, bool SumsInRegisters>
 __global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_params p, T const* __restrict__ in,
                                                                  tile_entry<T> const* __restrict__ ent,
                                                                  std::int32_t const* __restrict__ ptr,
@@ -122,17 +133,15 @@ __global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_par
   }
 
   // staging geometry: rows (c, r), segments of COLS columns x NB images
-  int const segs_per_row = (p.sw + COLS - 1) / COLS;
-  int const nsegs = p.cc * p.sh * segs_per_row;
-  float const inv_spr = 1.0f / float(segs_per_row), inv_sh = 1.0f / float(p.sh);
   int const img = lane % NB, colo = lane / NB;
   int const n = n0 + img;
   std::size_t const plane = std::size_t(p.H) * p.W;
 
-  for (int j = 0; j < p.nchunks; ++j) {
+  // Stages channel chunk j into s_in (every thread of the block takes part).
+  auto stage = [&](int j) {
     int const c0 = j * p.cc;
     __syncthreads();  // the previous chunk's reads are done
-    for (int s0 = warp; s0 < nsegs; s0 += 4 * nwarps) {
+    for (int s0 = warp; s0 < p.nsegs; s0 += 4 * nwarps) {
       T v[4];
       int dst[4];
 #pragma unroll
@@ -140,10 +149,10 @@ __global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_par
         int const seg = s0 + u * nwarps;
         dst[u] = -1;
         v[u] = zero_value<T>();
-        if (seg < nsegs) {
+        if (seg < p.nsegs) {
           int row, cs, c, r;
-          divmod(seg, segs_per_row, inv_spr, row, cs);
-          divmod(row, p.sh, inv_sh, c, r);
+          divmod(seg, p.segs_per_row, p.inv_spr, row, cs);
+          divmod(row, p.sh, p.inv_sh, c, r);
           int const col = cs * COLS + colo, cg = c0 + c, gy = iy0 + r, gx = ix0 + col;
           if (col < p.sw) {
             dst[u] = ((c * p.sh + r) * p.sw + col) * NB + img;
@@ -157,82 +166,130 @@ __global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_par
         if (dst[u] >= 0) s_in[dst[u]] = v[u];
     }
     __syncthreads();
-    if (!active) continue;
-    bool const last = j + 1 == p.nchunks;
-    for (int kg = kbeg + kslot * KG; kg < kend; kg += p.kw * KG) {
-      acc_t acc[KG][P][NA];
+  };
+
+  auto zero = [&](acc_t (&acc)[KG][P][NA]) {
 #pragma unroll
-      for (int kk = 0; kk < KG; ++kk)
+    for (int kk = 0; kk < KG; ++kk)
 #pragma unroll
-        for (int q = 0; q < P; ++q)
+      for (int q = 0; q < P; ++q)
 #pragma unroll
-          for (int b = 0; b < NA; ++b) {
-            if constexpr (half_acc) acc[kk][q][b] = __float2half2_rn(0.0f);
-            else acc[kk][q][b] = 0.0f;
-          }
-      std::int32_t const* pk = ptr + std::size_t(j) * p.K + kg;
+        for (int b = 0; b < NA; ++b) {
+          if constexpr (half_acc) acc[kk][q][b] = __float2half2_rn(0.0f);
+          else acc[kk][q][b] = 0.0f;
+        }
+  };
+
+  // acc += the entries of chunk j for channels [kg, kg + KG) over the staged window.
+  auto accumulate = [&](int j, int kg, acc_t (&acc)[KG][P][NA]) {
+    std::int32_t const* pk = ptr + std::size_t(j) * p.K + kg;
 #pragma unroll
-      for (int kk = 0; kk < KG; ++kk) {
-        if (kg + kk >= kend) break;
-        int const b0 = __ldg(pk + kk), b1 = __ldg(pk + kk + 1);
+    for (int kk = 0; kk < KG; ++kk) {
+      if (kg + kk >= kend) break;
+      int const b0 = __ldg(pk + kk), b1 = __ldg(pk + kk + 1);
 #pragma unroll 4
-        for (int i = b0; i < b1; ++i) {
-          tile_entry<T> const e = ent[i];
+      for (int i = b0; i < b1; ++i) {
+        tile_entry<T> const e = ent[i];
 #pragma unroll
-          for (int q = 0; q < P; ++q) {
-            vec_pack<T, NB> const x = *reinterpret_cast<vec_pack<T, NB> const*>(s_in + e.off + pbase[q]);
-            if constexpr (std::is_same_v<T, float>) {
+        for (int q = 0; q < P; ++q) {
+          vec_pack<T, NB> const x = *reinterpret_cast<vec_pack<T, NB> const*>(s_in + e.off + pbase[q]);
+          if constexpr (std::is_same_v<T, float>) {
 #pragma unroll
-              for (int b = 0; b < NB; ++b) acc[kk][q][b] = fmaf(e.w, x.v[b], acc[kk][q][b]);
-            } else if constexpr (half_acc) {
-              __half2 const w2 = __halves2half2(e.w[0], e.w[1]);
+            for (int b = 0; b < NB; ++b) acc[kk][q][b] = fmaf(e.w, x.v[b], acc[kk][q][b]);
+          } else if constexpr (half_acc) {
+            __half2 const w2 = __halves2half2(e.w[0], e.w[1]);
 #pragma unroll
-              for (int b = 0; b < NA; ++b)
-                acc[kk][q][b] = __hfma2(w2, __halves2half2(x.v[2 * b], x.v[2 * b + 1]), acc[kk][q][b]);
-            } else {
-              float const w = __half2float(e.w[0]);
+            for (int b = 0; b < NA; ++b)
+              acc[kk][q][b] = __hfma2(w2, __halves2half2(x.v[2 * b], x.v[2 * b + 1]), acc[kk][q][b]);
+          } else {
+            float const w = __half2float(e.w[0]);
 #pragma unroll
-              for (int b = 0; b < NB / 2; ++b) {
-                float2 const f = __half22float2(__halves2half2(x.v[2 * b], x.v[2 * b + 1]));
-                acc[kk][q][2 * b] = fmaf(w, f.x, acc[kk][q][2 * b]);
-                acc[kk][q][2 * b + 1] = fmaf(w, f.y, acc[kk][q][2 * b + 1]);
-              }
+            for (int b = 0; b < NB / 2; ++b) {
+              float2 const f = __half22float2(__halves2half2(x.v[2 * b], x.v[2 * b + 1]));
+              acc[kk][q][2 * b] = fmaf(w, f.x, acc[kk][q][2 * b]);
+              acc[kk][q][2 * b + 1] = fmaf(w, f.y, acc[kk][q][2 * b + 1]);
             }
           }
         }
       }
-      // store (accumulating over chunks; bias + ReLU after the last), in float
+    }
+  };
+
+  // Stores acc for channels [kg, kg + KG), in float: adds the value already in the output
+  // when add_previous (an earlier chunk's partial sums), bias + ReLU when last.
+  // Consecutive tx store consecutive ox (coalesced).
+  auto store = [&](int kg, acc_t const (&acc)[KG][P][NA], bool add_previous, bool last) {
 #pragma unroll
-      for (int kk = 0; kk < KG; ++kk) {
-        int const k = kg + kk;
-        if (k >= kend) break;
-        float const bk = (last && bias) ? bias[k] : 0.0f;
+    for (int kk = 0; kk < KG; ++kk) {
+      int const k = kg + kk;
+      if (k >= kend) break;
+      float const bk = (last && bias) ? bias[k] : 0.0f;
 #pragma unroll
-        for (int q = 0; q < P; ++q) {
-          int const oy = oy0 + ly[q], ox = ox0 + lx[q];
-          if (oy >= p.OH || ox >= p.OW || ly[q] >= p.toh || lx[q] >= p.tow) continue;
+      for (int q = 0; q < P; ++q) {
+        int const oy = oy0 + ly[q], ox = ox0 + lx[q];
+        if (oy >= p.OH || ox >= p.OW || ly[q] >= p.toh || lx[q] >= p.tow) continue;
 #pragma unroll
-          for (int b = 0; b < NB; ++b) {
-            int const nn = n0 + b;
-            if (nn >= p.N) break;
-            float v;
-            if constexpr (half_acc) v = b % 2 == 0 ? __low2float(acc[kk][q][b / 2]) : __high2float(acc[kk][q][b / 2]);
-            else v = acc[kk][q][b];
-            T* o = out + ((std::size_t(nn) * p.K + k) * p.OH + oy) * p.OW + ox;
-            if (j > 0) v += value_cast<float>(*o);
-            if (last) {
-              v += bk;
-              if (relu && v < 0.0f) v = 0.0f;
-            }
-            *o = value_cast<T>(v);
+        for (int b = 0; b < NB; ++b) {
+          int const nn = n0 + b;
+          if (nn >= p.N) break;
+          float v;
+          if constexpr (half_acc) v = b % 2 == 0 ? __low2float(acc[kk][q][b / 2]) : __high2float(acc[kk][q][b / 2]);
+          else v = acc[kk][q][b];
+          T* o = out + ((std::size_t(nn) * p.K + k) * p.OH + oy) * p.OW + ox;
+          if (add_previous) v += value_cast<float>(*o);
+          if (last) {
+            v += bk;
+            if (relu && v < 0.0f) v = 0.0f;
           }
+          *o = value_cast<T>(v);
         }
+      }
+    }
+  };
+
+  if constexpr (SumsInRegisters) {
+    // Pass t: slot kslot owns k-group t*kw + kslot of the block's range and keeps its sums
+    // in registers over all chunks; odd passes walk the chunks backwards, so the chunk
+    // staged last by the previous pass is still in the window (jj == 0 skips staging).
+    // The pass and chunk loops are block-uniform (every thread stages).
+    int const npasses = ((kend - kbeg + KG - 1) / KG + p.kw - 1) / p.kw;
+    for (int pass = 0; pass < npasses; ++pass) {
+      int const kg = kbeg + (pass * p.kw + kslot) * KG;
+      bool const work = active && kg < kend;
+      acc_t acc[KG][P][NA];
+      zero(acc);
+      for (int jj = 0; jj < p.nchunks; ++jj) {
+        int const j = (pass & 1) ? p.nchunks - 1 - jj : jj;
+        if (pass == 0 || jj > 0) stage(j);
+        if (work) accumulate(j, kg, acc);
+      }
+      if (work) store(kg, acc, false, true);
+    }
+  } else {
+    // Chunks outer: each window staged once and used by every k-group of the block; the
+    // partial sums of chunk j > 0 are added to the value stored by chunk j-1 (same block,
+    // same thread: no race).
+    for (int j = 0; j < p.nchunks; ++j) {
+      stage(j);
+      if (!active) continue;
+      bool const last = j + 1 == p.nchunks;
+      for (int kg = kbeg + kslot * KG; kg < kend; kg += p.kw * KG) {
+        acc_t acc[KG][P][NA];
+        zero(acc);
+        accumulate(j, kg, acc);
+        store(kg, acc, j > 0, last);
       }
     }
   }
 }
 
 }  // namespace detail
+
+// Whether partial sums may round-trip through an output of type T between channel chunks
+// without an extra rounding: float data (float sums), or half accumulation (the stored
+// half partial sum plus the next chunk's half sum is one half addition).
+template <class T, class Acc>
+inline constexpr bool output_round_trip_exact = std::is_same_v<T, float> || std::is_same_v<Acc, __half>;
 
 // Weights re-addressed for one (variant, config) and resident on the device.
 template <class T>
@@ -273,6 +330,9 @@ void direct_sparse_conv(device_tiled_weights<T> const& w, conv_shape const& s, s
                         float const* bias, bool relu, T* out, cuda_exec exec) {
   if (N == 0) return;
   auto const& g = w.geom;
+  SDNN_EXPECTS(w.config.sums_in_registers || g.nchunks == 1 || (output_round_trip_exact<T, Acc>),
+               "direct_sparse_conv: with ", g.nchunks, " channel chunks, __half data with float accumulation needs "
+               "sums_in_registers = 1 (a round trip through the __half output rounds the partial sums once per chunk)");
   direct_conv_params p{};
   p.N = static_cast<int>(N);
   p.C = s.C; p.H = s.H; p.W = s.W; p.K = s.K; p.OH = s.OH(); p.OW = s.OW();
@@ -281,6 +341,10 @@ void direct_sparse_conv(device_tiled_weights<T> const& w, conv_shape const& s, s
   p.toh = g.toh; p.tow = g.tow; p.cc = g.cc; p.sh = g.sh; p.sw = g.sw; p.nchunks = g.nchunks;
   p.tiles_x = g.tiles_x;
   p.inv_tiles_x = 1.0f / float(g.tiles_x);
+  p.segs_per_row = (g.sw + 32 / g.sub_batch - 1) / (32 / g.sub_batch);
+  p.nsegs = g.cc * g.sh * p.segs_per_row;
+  p.inv_spr = 1.0f / float(p.segs_per_row);
+  p.inv_sh = 1.0f / float(g.sh);
   int dev = 0, optin = 0;
   SDNN_CUDA_CHECK(cudaGetDevice(&dev));
   SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -294,12 +358,15 @@ void direct_sparse_conv(device_tiled_weights<T> const& w, conv_shape const& s, s
   dim3 const grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups), static_cast<unsigned>(splits));
   detail::with_variant<0>(w.config.variant, [&](auto pol) {
     using P = decltype(pol);
-    auto kernel = detail::direct_sparse_conv_kernel<T, Acc, P::sub_batch, P::k_group, P::pixels>;
-    SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(w.smem_bytes)));
-    kernel<<<grid, g.threads, w.smem_bytes, exec.stream>>>(p, in, w.entries.data(), w.ptr.data(), bias,
-                                                           relu ? 1 : 0, out);
-    SDNN_CUDA_CHECK_LAUNCH();
+    auto launch = [&](auto kernel) {
+      SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(w.smem_bytes)));
+      kernel<<<grid, g.threads, w.smem_bytes, exec.stream>>>(p, in, w.entries.data(), w.ptr.data(), bias,
+                                                             relu ? 1 : 0, out);
+      SDNN_CUDA_CHECK_LAUNCH();
+    };
+    if (w.config.sums_in_registers) launch(detail::direct_sparse_conv_kernel<T, Acc, P::sub_batch, P::k_group, P::pixels, true>);
+    else launch(detail::direct_sparse_conv_kernel<T, Acc, P::sub_batch, P::k_group, P::pixels, false>);
   });
 }
 

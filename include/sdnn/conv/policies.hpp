@@ -3,12 +3,13 @@
 
 namespace sdnn::policy {
 
-// Direct sparse convolution (Escoin-style, uniform-nnz rows; kernels/direct_sparse_conv.cuh).
+// Direct sparse convolution (Escoin-style, uniform-nnz rows; conv/direct_sparse_conv.cuh).
 // One block computes KGroup output channels over an output tile for SubBatch images:
 //   - the input tile (a chunk of channels at a time) and the chunk's weights + offsets are
 //     staged in shared memory; each weight is reused across the SubBatch images (stored
 //     interleaved, so one vector load feeds SubBatch FMAs) and across the block's pixels;
-//   - each thread keeps KGroup x Pixels x SubBatch partial sums in registers;
+//   - each thread keeps KGroup x Pixels x SubBatch partial sums in registers (across the
+//     channel chunks too when direct_conv_config::sums_in_registers, the default);
 //   - output writes are coalesced along the row, bias + ReLU fused into the store.
 // The block shape (threads along x/y, channels per chunk) is a run-time choice made at
 // plan time (tuning run) or forced by the user (direct_conv_config).

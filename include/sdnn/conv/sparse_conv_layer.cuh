@@ -9,7 +9,8 @@
 // options::force skips tuning. forward(cuda_exec) never synchronises once planned; called
 // unplanned it uploads the weights first (a pageable-memory copy, which blocks the host).
 // Acc = float accumulates in float; Acc = __half (T = __half only) accumulates in half
-// (paired __hfma2 over two images).
+// (paired __hfma2 over two images). __half data with float accumulation is rounded to
+// half once (the tuning candidates keep partial sums in registers across channel chunks).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -103,7 +104,7 @@ class sparse_conv2d : public layer<T> {
     SDNN_CUDA_CHECK(cudaEventCreate(&a));
     SDNN_CUDA_CHECK(cudaEventCreate(&b));
     double best = std::numeric_limits<double>::infinity();
-    for (auto const& c : conv::direct_conv_candidates(w_.shape, sizeof(T), batch)) {
+    for (auto const& c : candidates(batch)) {
       auto d = conv::make_device_tiled_weights(w_, c, exec);
       if (d.smem_bytes > std::size_t(optin)) continue;
       conv::direct_sparse_conv<Acc>(d, w_.shape, nb, in.data(), bias_ptr(), opt_.relu, out.data(), exec);
@@ -141,7 +142,7 @@ class sparse_conv2d : public layer<T> {
     check_views(in, out);
     if (!dev_) {
       upload_bias(exec);
-      conv::direct_conv_config c = opt_.force ? *opt_.force : conv::direct_conv_candidates(w_.shape, sizeof(T), in.rows).front();
+      conv::direct_conv_config c = opt_.force ? *opt_.force : candidates(in.rows).front();
       dev_ = conv::make_device_tiled_weights(w_, c, exec);
     }
     conv::direct_sparse_conv<Acc>(*dev_, w_.shape, in.rows, in.data, bias_ptr(), opt_.relu, out.data, exec);
@@ -161,6 +162,12 @@ class sparse_conv2d : public layer<T> {
     bias_dev_ = copy_to<device_space>(hb, exec);
   }
   float const* bias_ptr() const { return bias_.empty() ? nullptr : bias_dev_.data(); }
+  // The tuning candidates this (T, Acc) may run: no output round trip of partial sums
+  // for __half data with float accumulation (it would round them to half per chunk).
+  std::vector<conv::direct_conv_config> candidates(std::int64_t batch) const {
+    return conv::direct_conv_candidates(w_.shape, sizeof(T), batch, conv::direct_conv_window_budget,
+                                        conv::output_round_trip_exact<T, Acc>);
+  }
 
   conv::sparse_conv_weights<T> w_;
   std::vector<float> bias_;
