@@ -390,7 +390,7 @@ TEST_CASE("cuSPARSE Blocked-ELL rejects shapes it cannot take", "[cuda][vendor][
   CHECK(has(plan_for(64, 64, 16, 16), "no throw"));  // a valid shape with no tile: nothing to do
 }
 
-// A plan is built for one (B, C) shape and leading dimension: anything else is refused.
+// A plan is built for one packed (B, C) shape: anything else is refused.
 TEST_CASE("cuSPARSE Blocked-ELL plan refuses another B/C shape", "[cuda][vendor][cusparse]") {
   SDNN_REQUIRE_DEVICE();
   using sdnn_test::error_text;
@@ -407,7 +407,7 @@ TEST_CASE("cuSPARSE Blocked-ELL plan refuses another B/C shape", "[cuda][vendor]
   guarded("plan reuse", [&] {
     ops::tiled_spmm_plan<blocked_ell, float> plan(da.view(), db.cview(), dc.view(), e);
     CHECK(has(error_text([&] { plan.run(db_ld.cview(), dc_ld.view(), epilogue_none<float>(), e); }),
-              "built for ld(B) = 16"));
+              "got ld(B) = 20 for 16 columns"));
     CHECK(has(error_text([&] { plan.run(db_n.cview(), dc_n.view(), epilogue_none<float>(), e); }),
               "the plan is for N = 16"));
   });

@@ -139,12 +139,11 @@ class cusparse_blocked_ell_plan {
   T const* ell_values() const noexcept { return values_.data(); }
   std::size_t buffer_bytes() const noexcept { return buf_.size(); }
 
-  // C = epi(A * B) on exec.stream; b and c must have the planned shapes and leading dimensions.
+  // C = epi(A * B) on exec.stream; b and c must have the planned shapes, packed (which
+  // also fixes their leading dimensions to the planned ones).
   template <class Acc>
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec exec) {
     check_shapes(b, c);
-    SDNN_EXPECTS(b.ld == ldb_ && c.ld == ldc_, "cusparse Blocked-ELL: the plan was built for ld(B) = ", ldb_,
-                 ", ld(C) = ", ldc_, ", got ", b.ld, ", ", c.ld);
     SDNN_EXPECTS((b.data != nullptr || k_ * n_ == 0) && (c.data != nullptr || m_ * n_ == 0),
                  "cusparse Blocked-ELL: a non-empty B or C has a null data pointer");
     if (m_ == 0 || n_ == 0) return;
