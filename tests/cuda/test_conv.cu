@@ -9,6 +9,7 @@
 // "... catches per-chunk rounding" shows that this data would expose it). The device
 // pruning (pruning.cuh) must equal the host prune_uniform field for field.
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_conv_fixtures.hpp"
 
 #include <sdnn/conv/conv_weights.hpp>
 #include <sdnn/conv/direct_sparse_conv.cuh>
@@ -360,19 +361,7 @@ TEST_CASE("direct_sparse_conv __half with float accumulation over several channe
 }
 
 namespace {
-// Weights with many ties (as in tests/host/test_conv.cpp): {0, -0, +-0.5, +-1, +-2},
-// about one channel in six all zero.
-std::vector<float> tie_heavy(std::int64_t K, std::int64_t F, std::uint32_t seed) {
-  std::mt19937 g(seed);
-  float const vals[] = {0.0f, -0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 2.0f, -2.0f};
-  std::uniform_int_distribution<int> d(0, 7), zc(0, 5);
-  std::vector<float> w(static_cast<std::size_t>(K * F));
-  for (std::int64_t k = 0; k < K; ++k) {
-    bool const zero = zc(g) == 0;
-    for (std::int64_t f = 0; f < F; ++f) w[static_cast<std::size_t>(k * F + f)] = zero ? 0.0f : vals[d(g)];
-  }
-  return w;
-}
+using sdnn_test::tie_heavy;  // tests/common/sdnn_conv_fixtures.hpp
 // The device result equals the host one field for field (pruned bit for bit), and
 // values[e] is the pruned weight of stored entry e.
 void require_same_pruning(device_pruning_result const& d, pruning_result const& h, cuda_exec ex) {

@@ -8,6 +8,7 @@
 // float; only the final store rounds to half, so __half compares within one half ulp
 // relative (|d - r| <= 2^-10 |r|).
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_spmm_fixtures.hpp"
 
 #include <sdnn/sdnn.hpp>
 #include <sdnn/ops/spmm.cuh>
@@ -25,113 +26,10 @@
 
 namespace sdnn_ops_spmm_test {
 using namespace sdnn;
+// Generators, device copies and the exact comparison: tests/common/sdnn_spmm_fixtures.hpp.
+using namespace sdnn_test;
 
 namespace {
-
-struct csr_case {
-  std::string name;
-  std::int64_t m, k, n;
-  double density;      // of the non-empty rows
-  double empty_rows;   // fraction of rows forced empty
-  std::int64_t long_row = -1;  // this row gets min(k, 3000) entries
-  std::int64_t ld_pad = 0;     // B and C leading dimension = cols + ld_pad
-};
-
-// Host CSR with small nonzero integer values in [-3, 3].
-csr_matrix<float, int> random_csr(csr_case const& c, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  std::uniform_int_distribution<int> v(1, 3);
-  std::vector<int> rp{0}, ci;
-  std::vector<float> vals;
-  for (std::int64_t i = 0; i < c.m; ++i) {
-    bool const empty = u(rng) < c.empty_rows;
-    for (std::int64_t j = 0; j < c.k && !empty; ++j) {
-      bool take = i == c.long_row ? j < 3000 : u(rng) < c.density;
-      if (take) {
-        ci.push_back(static_cast<int>(j));
-        vals.push_back(static_cast<float>(v(rng) * (u(rng) < 0.5 ? -1 : 1)));
-      }
-    }
-    rp.push_back(static_cast<int>(ci.size()));
-  }
-  return make_csr<float, int>(static_cast<int>(c.m), static_cast<int>(c.k), rp, ci, vals);
-}
-
-dense_matrix<float> random_dense(std::int64_t r, std::int64_t c, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> v(-4, 4);
-  dense_matrix<float> d(r, c);
-  for (std::size_t i = 0; i < d.size(); ++i) d.values()[i] = static_cast<float>(v(rng));
-  return d;
-}
-
-template <class T>
-std::vector<T> convert(float const* p, std::size_t n) {
-  std::vector<T> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = value_cast<T>(p[i]);
-  return out;
-}
-
-template <class T>
-buffer<T, device_space> upload(std::vector<T> const& h, cuda_exec e) {
-  buffer<T, device_space> d(h.size(), e);
-  if (!h.empty()) SDNN_CUDA_CHECK(cudaMemcpyAsync(d.data(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, e.stream));
-  return d;
-}
-template <class T>
-std::vector<T> download(T const* d, std::size_t n, cuda_exec e) {
-  std::vector<T> h(n);
-  if (n) SDNN_CUDA_CHECK(cudaMemcpyAsync(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost, e.stream));
-  SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));
-  return h;
-}
-
-// A device copy of a host float CSR, values converted to T.
-template <class T>
-struct device_csr {
-  buffer<int, device_space> rp, ci;
-  buffer<T, device_space> v;
-  int rows, cols, nnz;
-  device_csr(csr_matrix<float, int> const& h, cuda_exec e)
-      : rp(upload(std::vector<int>(h.row_ptr().begin(), h.row_ptr().end()), e)),
-        ci(upload(std::vector<int>(h.col_idx().begin(), h.col_idx().end()), e)),
-        v(upload(convert<T>(h.values().data(), h.values().size()), e)), rows(h.rows()), cols(h.cols()), nnz(h.nnz()) {}
-  csr_view<T, int> view() const { return {rows, cols, nnz, rp.data(), ci.data(), v.data()}; }
-};
-
-// A device dense matrix with leading dimension ld >= cols (padding filled with 99).
-template <class T>
-struct device_dense {
-  buffer<T, device_space> d;
-  std::int64_t rows, cols, ld;
-  device_dense(dense_matrix<float> const& h, std::int64_t ld_, cuda_exec e) : rows(h.rows()), cols(h.cols()), ld(ld_) {
-    std::vector<float> p(static_cast<std::size_t>(rows * ld), 99.f);
-    for (std::int64_t i = 0; i < rows; ++i)
-      for (std::int64_t j = 0; j < cols; ++j) p[i * ld + j] = h(i, j);
-    d = upload(convert<T>(p.data(), p.size()), e);
-  }
-  dense_view<T const> cview() const { return {rows, cols, ld, d.data()}; }
-  dense_view<T> view() { return {rows, cols, ld, d.data()}; }
-};
-
-// Compares a device result (rows x cols, ld) against the float reference.
-template <class T>
-void check_against(dense_matrix<float> const& ref, device_dense<T> const& out, cuda_exec e, std::string const& what) {
-  auto h = download(out.d.data(), out.d.size(), e);
-  std::int64_t bad = 0;
-  for (std::int64_t i = 0; i < ref.rows(); ++i)
-    for (std::int64_t j = 0; j < ref.cols(); ++j) {
-      double const d = value_cast<double>(h[i * out.ld + j]), r = ref(i, j);
-      bool ok = std::is_same_v<T, float> ? d == r : std::abs(d - r) <= std::ldexp(std::abs(r), -10);
-      if (!ok && bad++ < 3) UNSCOPED_INFO(what << ": C(" << i << ", " << j << ") = " << d << ", expected " << r);
-    }
-  // Padding beyond cols must be untouched.
-  for (std::int64_t i = 0; i < ref.rows(); ++i)
-    for (std::int64_t j = ref.cols(); j < out.ld; ++j)
-      if (value_cast<double>(h[i * out.ld + j]) != 99.0 && bad++ < 3) UNSCOPED_INFO(what << ": padding overwritten");
-  CHECK(bad == 0);
-}
 
 std::vector<csr_case> cases() {
   return {
@@ -419,19 +317,6 @@ dense_matrix<float> random_real_dense(std::int64_t r, std::int64_t c, std::uint3
 }
 
 // A device copy of the canonical COO of a host CSR, values converted to T.
-template <class T>
-struct device_coo {
-  buffer<int, device_space> ri, ci;
-  buffer<T, device_space> v;
-  int rows, cols, nnz;
-  device_coo(csr_matrix<float, int> const& a, cuda_exec e) : rows(a.rows()), cols(a.cols()), nnz(a.nnz()) {
-    auto const h = to_coo(a);
-    ri = upload(std::vector<int>(h.row_idx().begin(), h.row_idx().end()), e);
-    ci = upload(std::vector<int>(h.col_idx().begin(), h.col_idx().end()), e);
-    v = upload(convert<T>(h.values().data(), h.values().size()), e);
-  }
-  coo_view<T, int> view() const { return {rows, cols, nnz, ri.data(), ci.data(), v.data()}; }
-};
 
 // C initialised to -777 (padding 99).
 template <class T>
@@ -525,7 +410,7 @@ void split_plan_csr(char const* pname, split_case const& cs, csr_matrix<float, i
 template <class T, class Policy>
 void split_plan_coo(char const* pname, split_case const& cs, csr_matrix<float, int> const& a,
                     dense_matrix<float> const& b, device_dense<T> const& db, std::int64_t ld, cuda_exec e) {
-  device_coo<T> da(a, e);
+  device_coo<T> da(to_coo(a), e);
   ops::coo_spmm_plan<Policy, T, int> plan(da.view(), db.cview(), dense_view<T>{a.rows(), b.cols(), ld, nullptr}, e);
   check_split<T>(cs, a, b, db, ld, e, pname, [&](auto bv, auto cv, auto const& epi) { plan.run(bv, cv, epi, e); });
 }
@@ -552,7 +437,7 @@ void split_kernels(std::int64_t chunk, split_case const& cs, csr_matrix<float, i
     });
   }
   {
-    device_coo<T> da(a, e);
+    device_coo<T> da(to_coo(a), e);
     check_split<T>(cs, a, b, db, ld, e, "kernels::spmm_coo_nnz_split" + tag, [&](auto bv, auto cv, auto const& epi) {
       poison();
       kernels::spmm_coo_nnz_split<U>(da.view(), bv, cv, epi, cut, carry.data(), e.stream);
@@ -606,7 +491,7 @@ TEMPLATE_TEST_CASE("nnz-split COO and nnz-balanced CSR are deterministic on real
     auto const b = random_real_dense(120000, n, 100);
     device_dense<TestType> db(b, n, e);
     device_csr<TestType> dcsr(a, e);
-    device_coo<TestType> dcoo(a, e);
+    device_coo<TestType> dcoo(to_coo(a), e);
     auto const epi = epilogue_challenge<float>(-0.25f, 16.f);
     auto bits = [&](auto& plan) {
       auto dc = sentinel_c<TestType>(a.rows(), n, n, e);

@@ -3,6 +3,7 @@
 // kernel's exact index arithmetic), and the host reference convolution.
 // All data are small integers, so every float comparison is exact (==).
 #include "sdnn_catch.hpp"
+#include "sdnn_conv_fixtures.hpp"
 
 #include <sdnn/conv/conv_shape.hpp>
 #include <sdnn/conv/conv_weights.hpp>
@@ -135,19 +136,7 @@ TEST_CASE("prune_uniform: all-zero and dense channels, padding next to kept entr
 }
 
 namespace {
-// Weights with many ties: values from {0, -0, +-0.5, +-1, +-2}; about one channel in six
-// is all zero.
-std::vector<float> tie_heavy(std::int64_t K, std::int64_t F, std::uint32_t seed) {
-  std::mt19937 g(seed);
-  float const vals[] = {0.0f, -0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 2.0f, -2.0f};
-  std::uniform_int_distribution<int> d(0, 7), zc(0, 5);
-  std::vector<float> w(static_cast<std::size_t>(K * F));
-  for (std::int64_t k = 0; k < K; ++k) {
-    bool const zero = zc(g) == 0;
-    for (std::int64_t f = 0; f < F; ++f) w[static_cast<std::size_t>(k * F + f)] = zero ? 0.0f : vals[d(g)];
-  }
-  return w;
-}
+using sdnn_test::tie_heavy;  // tests/common/sdnn_conv_fixtures.hpp
 
 // The device pruning algorithm of pruning.cuh, step by step on the host with the same
 // helpers (magnitude_key, keep_target, finish_report, pad_order_key): a stable sort by

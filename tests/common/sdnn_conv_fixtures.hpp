@@ -1,0 +1,24 @@
+// Shared inputs for the host and device convolution / pruning tests.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace sdnn_test {
+
+// K x F weights with many ties: values from {0, -0, +-0.5, +-1, +-2}; about one channel in
+// six is all zero. Pruning must break the ties by flat index and never keep a zero.
+inline std::vector<float> tie_heavy(std::int64_t K, std::int64_t F, std::uint32_t seed) {
+  std::mt19937 g(seed);
+  float const vals[] = {0.0f, -0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 2.0f, -2.0f};
+  std::uniform_int_distribution<int> d(0, 7), zc(0, 5);
+  std::vector<float> w(static_cast<std::size_t>(K * F));
+  for (std::int64_t k = 0; k < K; ++k) {
+    bool const zero = zc(g) == 0;
+    for (std::int64_t f = 0; f < F; ++f) w[static_cast<std::size_t>(k * F + f)] = zero ? 0.0f : vals[d(g)];
+  }
+  return w;
+}
+
+}  // namespace sdnn_test
