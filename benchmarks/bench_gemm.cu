@@ -23,23 +23,11 @@
 using namespace sdnn;
 
 namespace {
+using sdnn_bench::stream;
+using sdnn_bench::utc_time;
 bool g_quick = false;
 std::map<std::string, double> g_vendor;
 
-std::string utc_time() {
-  char buf[16];
-  std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%H:%M:%S", std::gmtime(&t));
-  return buf;
-}
-cudaStream_t stream() {
-  static cudaStream_t s = [] {
-    cudaStream_t x;
-    SDNN_CUDA_CHECK(cudaStreamCreate(&x));
-    return x;
-  }();
-  return s;
-}
 
 template <class T>
 struct operands {
@@ -102,12 +90,7 @@ void reg(std::int64_t n, std::string const& name, bool vendor) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) g_quick = true;
-    else args.push_back(argv[i]);
-  }
-  int n_args = static_cast<int>(args.size());
+  g_quick = sdnn_bench::take_flag(argc, argv, "--quick");
   std::vector<std::int64_t> sizes = g_quick ? std::vector<std::int64_t>{4096} : std::vector<std::int64_t>{1024, 2048, 4096, 8192};
   for (auto n : sizes) {
     reg<float, policy::cublas_gemm>(n, "cublas_sgemm", true);
@@ -120,7 +103,7 @@ int main(int argc, char** argv) {
     reg<__half, policy::cublas_gemm>(n, "cublas_hgemm", true);
     reg<__half, policy::tiled_gemm<128, 128, 16>>(n, "sdnn_tiled_128x128x16", false);
   }
-  benchmark::Initialize(&n_args, args.data());
+  benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

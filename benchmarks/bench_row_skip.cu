@@ -32,23 +32,11 @@
 using namespace sdnn;
 
 namespace {
+using sdnn_bench::stream;
+using sdnn_bench::utc_time;
 bool g_quick = false;
 std::map<std::string, double> g_plain, g_vendor;
 
-std::string utc_time() {
-  char buf[16];
-  std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%H:%M:%S", std::gmtime(&t));
-  return buf;
-}
-cudaStream_t stream() {
-  static cudaStream_t s = [] {
-    cudaStream_t x;
-    SDNN_CUDA_CHECK(cudaStreamCreate(&x));
-    return x;
-  }();
-  return s;
-}
 
 struct dense_problem {
   std::int64_t n = 0;
@@ -250,12 +238,7 @@ void reg_dense_sparse(double empty, bool skip) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) g_quick = true;
-    else args.push_back(argv[i]);
-  }
-  int n_args = static_cast<int>(args.size());
+  g_quick = sdnn_bench::take_flag(argc, argv, "--quick");
   std::vector<double> fr = g_quick ? std::vector<double>{0.0, 0.9} : std::vector<double>{0.0, 0.5, 0.9, 0.99};
   std::vector<std::int64_t> sizes = g_quick ? std::vector<std::int64_t>{4096} : std::vector<std::int64_t>{4096, 8192};
   for (auto n : sizes)
@@ -281,7 +264,7 @@ int main(int argc, char** argv) {
     reg_dense_sparse(f, false);
     reg_dense_sparse(f, true);
   }
-  benchmark::Initialize(&n_args, args.data());
+  benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -34,15 +34,11 @@
 using namespace sdnn;
 
 namespace {
+using sdnn_bench::stream;
+using sdnn_bench::utc_time;
 
 bool g_quick = false;
 
-std::string utc_time() {
-  char buf[16];
-  std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%H:%M:%S", std::gmtime(&t));
-  return buf;
-}
 
 template <class T>
 char const* type_name() { return std::is_same_v<T, float> ? "float" : "half"; }
@@ -157,14 +153,6 @@ std::shared_ptr<problem<T>> make_problem(std::int64_t m, std::int64_t k, std::in
 std::map<std::string, double> g_vendor_best;     // config -> fastest cuSPARSE seconds
 std::map<std::string, std::string> g_vendor_name;  // config -> its algorithm
 
-cudaStream_t stream() {
-  static cudaStream_t s = [] {
-    cudaStream_t x;
-    SDNN_CUDA_CHECK(cudaStreamCreate(&x));
-    return x;
-  }();
-  return s;
-}
 
 // Keeps only the current config's problem alive (device memory).
 template <class T>
@@ -372,12 +360,7 @@ void register_dense_sparse(std::int64_t mk, std::int64_t batch, double sp) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) g_quick = true;
-    else args.push_back(argv[i]);
-  }
-  int n_args = static_cast<int>(args.size());
+  g_quick = sdnn_bench::take_flag(argc, argv, "--quick");
   std::int64_t const n = 1024;
   if (g_quick) {
     for (double sp : {0.9, 0.99}) register_config<float>(4096, n, sp, false);
@@ -393,7 +376,7 @@ int main(int argc, char** argv) {
     register_config<float>(4096, n, 0.9, true);  // 10 % of 32 x 32 tiles occupied, each dense
     for (double sp : {0.9, 0.99}) register_dense_sparse<float>(4096, n, sp);
   }
-  benchmark::Initialize(&n_args, args.data());
+  benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -132,4 +132,35 @@ class json_line {
   bool first_ = true;
 };
 
+// Wall-clock time of day (UTC, HH:MM:SS) for the JSON lines.
+inline std::string utc_time() {
+  char buf[16];
+  std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%H:%M:%S", std::gmtime(&t));
+  return buf;
+}
+
+// The one stream every benchmark of a program runs on (created on first use, never
+// destroyed: device buffers freed at exit still need it).
+inline cudaStream_t stream() {
+  static cudaStream_t s = [] {
+    cudaStream_t x;
+    SDNN_CUDA_CHECK(cudaStreamCreate(&x));
+    return x;
+  }();
+  return s;
+}
+
+// Removes `flag` from argv (before Google Benchmark parses the rest); true if it was there.
+inline bool take_flag(int& argc, char** argv, char const* flag) {
+  bool found = false;
+  int out = 0;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0 && std::string(argv[i]) == flag) found = true;
+    else argv[out++] = argv[i];
+  }
+  argc = out;
+  return found;
+}
+
 }  // namespace sdnn_bench

@@ -40,6 +40,24 @@ struct csr_case {
   std::int64_t ld_pad = 0;     // B and C leading dimension = cols + ld_pad
 };
 
+// The CSR edge cases every sparse x dense policy runs on: empty shapes, one row / column,
+// all rows empty, odd sizes, a padded leading dimension, 90 % empty rows, row lengths from 0
+// to 3000, and N not a multiple of any column slab.
+inline std::vector<csr_case> csr_edge_cases() {
+  return {
+      {"empty matrix", 0, 5, 7, 0.5, 0},
+      {"no columns of B", 9, 5, 0, 0.5, 0},
+      {"1x1x1", 1, 1, 1, 1.0, 0},
+      {"one column", 37, 53, 1, 0.3, 0.1},
+      {"all rows empty", 40, 30, 20, 0.5, 1.0},
+      {"odd sizes", 131, 77, 133, 0.2, 0.2},
+      {"wide B, padded ld", 70, 90, 300, 0.1, 0.3, -1, 3},
+      {"90% empty rows", 500, 200, 96, 0.1, 0.9},
+      {"row lengths 0..3000", 120, 4000, 40, 0.01, 0.3, 7},
+      {"half-slab columns", 64, 64, 517, 0.15, 0.0},
+  };
+}
+
 // Host CSR with small nonzero integer values in [-3, 3].
 inline sdnn::csr_matrix<float, int> random_csr(csr_case const& c, std::uint32_t seed) {
   std::mt19937 rng(seed);

@@ -31,20 +31,7 @@ using namespace sdnn_test;
 
 namespace {
 
-std::vector<csr_case> cases() {
-  return {
-      {"empty matrix", 0, 5, 7, 0.5, 0},
-      {"no columns of B", 9, 5, 0, 0.5, 0},
-      {"1x1x1", 1, 1, 1, 1.0, 0},
-      {"one column", 37, 53, 1, 0.3, 0.1},
-      {"all rows empty", 40, 30, 20, 0.5, 1.0},
-      {"odd sizes", 131, 77, 133, 0.2, 0.2},
-      {"wide B, padded ld", 70, 90, 300, 0.1, 0.3, -1, 3},
-      {"90% empty rows", 500, 200, 96, 0.1, 0.9},
-      {"row lengths 0..3000", 120, 4000, 40, 0.01, 0.3, 7},
-      {"half-slab columns", 64, 64, 517, 0.15, 0.0},
-  };
-}
+std::vector<csr_case> cases() { return csr_edge_cases(); }
 
 // Each forced policy, then the reference.
 template <class T, class Policy>

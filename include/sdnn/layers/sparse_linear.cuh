@@ -136,13 +136,17 @@ struct sparse_linear_impl {
   static_assert(sdnn::detail::dependent_false<Policy>, "sparse_linear: no device implementation for this policy");
 };
 
-template <int R, int Th>
-struct sparse_linear_impl<policy::csc_gather<R, Th>> {
+// What a policy without a row list or tiles declares, and its (empty) plan-time preparation.
+struct sparse_linear_untiled {
   static constexpr bool uses_row_list = false;
   static constexpr bool uses_tiles = false;
   static constexpr std::int32_t tile_cols = 0, max_footprint = 0;
   template <class T>
   static void prepare(sparse_linear_device<T>&, cuda_exec) {}
+};
+
+template <int R, int Th>
+struct sparse_linear_impl<policy::csc_gather<R, Th>> : sparse_linear_untiled {
   template <class T>
   static void forward_rows(sparse_linear_device<T>& s, dense_view<T const> a, dense_view<T> c, std::int32_t const* list,
                            std::int32_t const* count, std::int32_t max_live, int* flags, cuda_exec exec) {
@@ -210,12 +214,7 @@ struct sparse_linear_impl<policy::skip_empty_rows<Inner>> {
 };
 
 template <class Policy>
-struct sparse_linear_cusparse_all_rows {
-  static constexpr bool uses_row_list = false;
-  static constexpr bool uses_tiles = false;
-  static constexpr std::int32_t tile_cols = 0, max_footprint = 0;
-  template <class T>
-  static void prepare(sparse_linear_device<T>&, cuda_exec) {}
+struct sparse_linear_cusparse_all_rows : sparse_linear_untiled {
   template <class T>
   static void forward_rows(sparse_linear_device<T>& s, dense_view<T const> a, dense_view<T> c, std::int32_t const* list,
                            std::int32_t const* count, std::int32_t max_live, int* flags, cuda_exec exec) {
