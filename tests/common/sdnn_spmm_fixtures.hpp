@@ -9,6 +9,7 @@
 // The generators are host-only; the device helpers need nvcc (tests/cuda/*.cu).
 #pragma once
 
+#include <sdnn/core/epilogue.hpp>
 #include <sdnn/core/types.hpp>
 #include <sdnn/formats/convert.hpp>
 #include <sdnn/formats/csr.hpp>
@@ -212,6 +213,31 @@ struct device_dense {
   }
   sdnn::dense_view<T const> cview() const { return {rows, cols, ld, d.data()}; }
   sdnn::dense_view<T> view() { return {rows, cols, ld, d.data()}; }
+};
+
+// The three epilogues every product test runs: none; bias per column (also on empty rows)
+// + ReLU + cap 20; the Graph Challenge rule (bias -1, cap 16). get(i, device) gives the
+// host or the device form (the bias lives in host or device memory).
+struct epilogue_set {
+  std::vector<float> bias;
+  sdnn::buffer<float, sdnn::device_space> dbias;
+  epilogue_set(std::int64_t n, sdnn::cuda_exec e) : bias(static_cast<std::size_t>(n)) {
+    for (std::int64_t j = 0; j < n; ++j) bias[static_cast<std::size_t>(j)] = static_cast<float>(j % 5) - 2.f;
+    dbias = upload(bias, e);
+  }
+  static constexpr int count = 3;
+  sdnn::basic_epilogue<float> get(int which, bool device) const {
+    sdnn::basic_epilogue<float> ep;
+    if (which == 1) {  // bias per column (also on empty rows) + ReLU + cap
+      ep.bias = device ? dbias.data() : bias.data();
+      ep.relu = true;
+      ep.has_cap = true;
+      ep.cap = 20.f;
+    } else if (which == 2) {
+      ep = sdnn::epilogue_challenge<float>(-1.f, 16.f);
+    }
+    return ep;
+  }
 };
 
 // Compares a device result (rows x cols, ld) against the float reference: float exactly,

@@ -38,19 +38,9 @@ template <class T, class Policy>
 void run_csr_policy(char const* pname, csr_case const& cs, std::uint32_t seed, cuda_exec e) {
   auto const a = random_csr(cs, seed);
   auto const b = random_dense(cs.k, cs.n, seed + 1);
-  std::vector<float> bias(static_cast<std::size_t>(cs.n));
-  for (std::int64_t j = 0; j < cs.n; ++j) bias[j] = static_cast<float>(j % 5) - 2.f;
-  auto dbias = upload(bias, e);
-  for (int ep = 0; ep < 3; ++ep) {
-    basic_epilogue<float> he, de;
-    if (ep == 1) {  // bias per column + ReLU + cap
-      he.bias = bias.data(), de.bias = dbias.data();
-      he.relu = de.relu = true;
-      he.has_cap = de.has_cap = true;
-      he.cap = de.cap = 20.f;
-    } else if (ep == 2) {
-      he = de = epilogue_challenge<float>(-1.f, 16.f);
-    }
+  epilogue_set const eps(cs.n, e);
+  for (int ep = 0; ep < epilogue_set::count; ++ep) {
+    auto const he = eps.get(ep, false), de = eps.get(ep, true);
     dense_matrix<float> ref(cs.m, cs.n);
     ops::spmm(host_exec{}, Policy{}, a.view(), b.view(), ref.view(), he);
     device_csr<T> da(a, e);
@@ -355,33 +345,17 @@ std::vector<split_case> split_cases() {
   return out;
 }
 
-basic_epilogue<float> split_epilogue(int ep, float const* bias) {
-  basic_epilogue<float> epi;
-  if (ep == 1) {  // bias per column + ReLU + cap
-    epi.bias = bias;
-    epi.relu = true;
-    epi.has_cap = true;
-    epi.cap = 20.f;
-  } else if (ep == 2) {
-    epi = epilogue_challenge<float>(-1.f, 16.f);
-  }
-  return epi;
-}
-
 // Runs `run(b, c, epi)` for each epilogue and compares with the host reference.
 template <class T, class Run>
 void check_split(split_case const& cs, csr_matrix<float, int> const& a, dense_matrix<float> const& b,
                  device_dense<T> const& db, std::int64_t ld, cuda_exec e, std::string const& what, Run run) {
   std::int64_t const m = a.rows(), n = b.cols();
-  std::vector<float> bias(static_cast<std::size_t>(n));
-  for (std::int64_t j = 0; j < n; ++j) bias[j] = static_cast<float>(j % 5) - 2.f;
-  auto dbias = upload(bias, e);
-  for (int ep = 0; ep < 3; ++ep) {
+  epilogue_set const eps(n, e);
+  for (int ep = 0; ep < epilogue_set::count; ++ep) {
     dense_matrix<float> ref(m, n);
-    ops::spmm(host_exec{}, policy::csr_nnz_balanced<>{}, a.view(), b.view(), ref.view(),
-              split_epilogue(ep, bias.data()));
+    ops::spmm(host_exec{}, policy::csr_nnz_balanced<>{}, a.view(), b.view(), ref.view(), eps.get(ep, false));
     auto dc = sentinel_c<T>(m, n, ld, e);
-    run(db.cview(), dc.view(), split_epilogue(ep, dbias.data()));
+    run(db.cview(), dc.view(), eps.get(ep, true));
     check_against(ref, dc, e, what + " / " + cs.name + " / N " + std::to_string(n) + " / epilogue " + std::to_string(ep));
   }
 }

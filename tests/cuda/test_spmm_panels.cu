@@ -38,24 +38,14 @@ template <class T, class Policy>
 void run_panels(std::string const& pname, csr_case const& cs, std::uint32_t seed, cuda_exec e) {
   auto const a = random_csr(cs, seed);
   auto const b = random_dense(cs.k, cs.n, seed + 1);
-  std::vector<float> bias(static_cast<std::size_t>(cs.n));
-  for (std::int64_t j = 0; j < cs.n; ++j) bias[static_cast<std::size_t>(j)] = static_cast<float>(j % 5) - 2.f;
-  auto dbias = upload(bias, e);
+  epilogue_set const eps(cs.n, e);
   device_csr<T> da(a, e);
   device_dense<T> db(b, cs.n + cs.ld_pad, e);
   // One plan, run with three epilogues: the panel copy of A is reused by every run.
   ops::csr_spmm_plan<Policy, T, int> plan(da.view(), db.cview(),
                                           dense_view<T>{cs.m, cs.n, cs.n + cs.ld_pad, nullptr}, e);
-  for (int ep = 0; ep < 3; ++ep) {
-    basic_epilogue<float> he, de;
-    if (ep == 1) {  // bias per column + ReLU + cap
-      he.bias = bias.data(), de.bias = dbias.data();
-      he.relu = de.relu = true;
-      he.has_cap = de.has_cap = true;
-      he.cap = de.cap = 20.f;
-    } else if (ep == 2) {
-      he = de = epilogue_challenge<float>(-1.f, 16.f);
-    }
+  for (int ep = 0; ep < epilogue_set::count; ++ep) {
+    auto const he = eps.get(ep, false), de = eps.get(ep, true);
     dense_matrix<float> ref(cs.m, cs.n);
     ops::spmm(host_exec{}, policy::csr_row_split<>{}, a.view(), b.view(), ref.view(), he);
     device_dense<T> dc(dense_matrix<float>(cs.m, cs.n), cs.n + cs.ld_pad, e);

@@ -40,6 +40,7 @@ using sdnn_test::device_coo;
 using sdnn_test::device_csr;
 using sdnn_test::device_dense;
 using sdnn_test::device_tiled;
+using sdnn_test::epilogue_set;
 using sdnn_test::download;
 using sdnn_test::random_block_csr;
 using sdnn_test::random_csr;
@@ -73,28 +74,6 @@ void guarded(std::string const& what, F&& f) {
 template <class T>
 constexpr int half_tol() { return std::is_same_v<T, float> ? 0 : -9; }
 
-// The three epilogues, host and device forms (the bias lives in host or device memory).
-struct epilogue_set {
-  std::vector<float> bias;
-  buffer<float, device_space> dbias;
-  epilogue_set(std::int64_t n, cuda_exec e) : bias(static_cast<std::size_t>(n)) {
-    for (std::int64_t j = 0; j < n; ++j) bias[static_cast<std::size_t>(j)] = static_cast<float>(j % 5) - 2.f;
-    dbias = upload(bias, e);
-  }
-  static constexpr int count = 3;
-  basic_epilogue<float> get(int which, bool device) const {
-    basic_epilogue<float> ep;
-    if (which == 1) {  // bias per column (also on empty rows) + ReLU + cap
-      ep.bias = device ? dbias.data() : bias.data();
-      ep.relu = true;
-      ep.has_cap = true;
-      ep.cap = 20.f;
-    } else if (which == 2) {
-      ep = epilogue_challenge<float>(-1.f, 16.f);
-    }
-    return ep;
-  }
-};
 
 dense_matrix<float> reference_product(csr_matrix<float, int> const& a, dense_matrix<float> const& b,
                                       basic_epilogue<float> const& epi) {
