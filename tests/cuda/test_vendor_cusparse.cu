@@ -82,6 +82,21 @@ dense_matrix<float> reference_product(csr_matrix<float, int> const& a, dense_mat
   return ref;
 }
 
+// A built plan run with every epilogue, then with a second B (the plan keeps its
+// descriptors and only the pointers change), each against the host reference.
+template <class T, class Plan>
+void check_plan_runs(Plan& plan, csr_matrix<float, int> const& a, dense_matrix<float> const& b,
+                     dense_matrix<float> const& b2, device_dense<T> const& db, device_dense<T> const& db2,
+                     device_dense<T>& dc, epilogue_set const& eps, std::string const& what, cuda_exec e) {
+  for (int ep = 0; ep < epilogue_set::count; ++ep) {
+    plan.run(db.cview(), dc.view(), eps.get(ep, true), e);
+    check_against(reference_product(a, b, eps.get(ep, false)), dc, e, what + " / epilogue " + std::to_string(ep),
+                  half_tol<T>());
+  }
+  plan.run(db2.cview(), dc.view(), eps.get(1, true), e);
+  check_against(reference_product(a, b2, eps.get(1, false)), dc, e, what + " / second B", half_tol<T>());
+}
+
 std::vector<csr_case> csr_cases() {
   return {
       {"0 rows", 0, 5, 7, 0.5, 0},
@@ -124,13 +139,7 @@ void run_sparse_case(csr_case const& cs, std::uint32_t seed, cuda_exec e) {
   device_dense<T> dc(dense_matrix<float>(cs.m, cs.n), ld, e);
   guarded(what, [&] {
     plan_t plan(view, db.cview(), dc.view(), e);
-    for (int ep = 0; ep < epilogue_set::count; ++ep) {
-      plan.run(db.cview(), dc.view(), eps.get(ep, true), e);
-      check_against(reference_product(a, b, eps.get(ep, false)), dc, e, what + " / epilogue " + std::to_string(ep),
-                    half_tol<T>());
-    }
-    plan.run(db2.cview(), dc.view(), eps.get(1, true), e);
-    check_against(reference_product(a, b2, eps.get(1, false)), dc, e, what + " / second B", half_tol<T>());
+    check_plan_runs(plan, a, b, b2, db, db2, dc, eps, what, e);
   });
   guarded(what + " / ops::spmm", [&] {
     device_dense<T> dc2(dense_matrix<float>(cs.m, cs.n), ld, e);
@@ -225,13 +234,7 @@ void run_tiled_case(tiled_case const& cs, std::uint32_t seed, cuda_exec e) {
     ops::tiled_spmm_plan<blocked_ell, T> plan(da.view(), db.cview(), dc.view(), e);
     if (cs.n > 0 && t.occupied_tiles() > 0) check_layout(expected_layout(t), plan.vendor_plan(), e, what);
     if (t.occupied_tiles() == 0) CHECK(plan.vendor_plan().ell_cols() == 0);
-    for (int ep = 0; ep < epilogue_set::count; ++ep) {
-      plan.run(db.cview(), dc.view(), eps.get(ep, true), e);
-      check_against(reference_product(a, b, eps.get(ep, false)), dc, e, what + " / epilogue " + std::to_string(ep),
-                    half_tol<T>());
-    }
-    plan.run(db2.cview(), dc.view(), eps.get(1, true), e);
-    check_against(reference_product(a, b2, eps.get(1, false)), dc, e, what + " / second B", half_tol<T>());
+    check_plan_runs(plan, a, b, b2, db, db2, dc, eps, what, e);
   });
   guarded(what + " / ops::spmm", [&] {
     device_dense<T> dc2(dense_matrix<float>(cs.m, cs.n), ld, e);
