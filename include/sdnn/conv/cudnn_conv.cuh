@@ -29,8 +29,7 @@
 namespace sdnn::detail {
 inline void cudnn_check(cudnnStatus_t st, char const* call, char const* file, int line) {
   if (st != CUDNN_STATUS_SUCCESS)
-    throw ::sdnn::cuda_error(static_cast<int>(st), concat("cuDNN call `", call, "` failed: ", cudnnGetErrorString(st)),
-                             file, line);
+    throw ::sdnn::cudnn_error(call, static_cast<int>(st), cudnnGetErrorString(st), file, line);
 }
 }  // namespace sdnn::detail
 #define SDNN_CUDNN_CHECK(call) ::sdnn::detail::cudnn_check((call), #call, __FILE__, __LINE__)

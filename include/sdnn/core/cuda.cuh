@@ -14,10 +14,8 @@ inline void cuda_check(cudaError_t st, char const* call, char const* file, int l
     // Consume the (non-sticky) error so it is reported once, here, and not again by the
     // next unrelated cudaGetLastError() check.
     cudaGetLastError();
-    throw ::sdnn::cuda_error(static_cast<int>(st),
-                             concat("CUDA call `", call, "` failed: ", cudaGetErrorName(st), " (",
-                                    cudaGetErrorString(st), ")"),
-                             file, line);
+    throw ::sdnn::cuda_error(call, static_cast<int>(st),
+                             concat(cudaGetErrorName(st), " (", cudaGetErrorString(st), ")"), file, line);
   }
 }
 inline cudaStream_t stream_of(cuda_exec const& e) { return e.stream; }
@@ -46,8 +44,7 @@ namespace sdnn::detail {
 inline void cuda_check_noexcept(cudaError_t st, char const* what) noexcept {
   if (st != cudaSuccess) {
     cudaGetLastError();
-    std::fprintf(stderr, "sdnn: %s failed in a destructor: %s (%s)\n", what, cudaGetErrorName(st),
-                 cudaGetErrorString(st));
+    report_release("CUDA", what, cudaGetErrorName(st));
   }
 }
 }  // namespace sdnn::detail

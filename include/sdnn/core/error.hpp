@@ -1,10 +1,27 @@
-// sdnn/core/error.hpp - exceptions thrown at the host boundary.
+// sdnn/core/error.hpp - the exceptions thrown at the host boundary.
 //
-// Device code never throws. Host entry points check their arguments and throw
-// sdnn::error (or sdnn::cuda_error for a failed CUDA call) whose message says what was
-// expected, what came, and where (file:line).
+// Device code never throws. Host entry points check their arguments and throw a member of
+// one family, rooted at sdnn::error (a std::runtime_error):
+//
+//   sdnn::error                     bad argument or input; the message says what was expected,
+//   |                               what came, and where (file:line)
+//   +- dimension_mismatch           operand shapes that do not fit together
+//   +- not_compiled                 a backend this build does not contain (e.g. a device member
+//   |                               called in a build without CUDA); names the function
+//   +- library_error                a failed call into a vendor library; carries the library,
+//      |                            the call and the status (number and text)
+//      +- cuda_error                CUDA runtime           (status: cudaError_t)
+//      +- cusparse_error            cuSPARSE               (status: cusparseStatus_t)
+//      +- cublas_error              cuBLAS                 (status: cublasStatus_t)
+//      +- cudnn_error               cuDNN                  (status: cudnnStatus_t)
+//
+// Messages read "<library>: `<call>` failed: <STATUS_NAME> (<description>) [file:line]".
+// This header needs no CUDA headers: statuses are held as int; the *_CHECK macros that build
+// these exceptions live beside each library (core/cuda.cuh, vendor/*.cuh).
+// Destructors never throw: a failed release is reported on stderr (detail::report_release).
 #pragma once
 
+#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -18,16 +35,65 @@ class error : public std::runtime_error {
       : std::runtime_error(what + " [" + file + ":" + std::to_string(line) + "]") {}
 };
 
-// A failed CUDA runtime / library call. Holds the numeric status so callers can react
-// (e.g. cudaErrorMemoryAllocation) without depending on CUDA headers here.
-class cuda_error : public error {
+// Operands whose shapes do not fit together (A is m x k but B has k' != k rows, ...).
+class dimension_mismatch : public error {
  public:
-  cuda_error(int code, std::string const& what, char const* file, int line)
-      : error(what, file, line), code_(code) {}
-  int code() const noexcept { return code_; }
+  using error::error;
+};
+
+// A backend this build does not contain. function() names the member or op that was called.
+class not_compiled : public error {
+ public:
+  not_compiled(std::string function, std::string const& remedy, char const* file, int line)
+      : error(function + " is not compiled in this build: " + remedy, file, line), function_(std::move(function)) {}
+  std::string const& function() const noexcept { return function_; }
 
  private:
-  int code_;
+  std::string function_;
+};
+
+// A failed call into CUDA or a vendor library.
+class library_error : public error {
+ public:
+  library_error(std::string library, std::string call, int status, std::string status_text, char const* file,
+                int line)
+      : error(library + ": `" + call + "` failed: " + status_text, file, line),
+        library_(std::move(library)),
+        call_(std::move(call)),
+        status_(status),
+        status_text_(std::move(status_text)) {}
+  std::string const& library() const noexcept { return library_; }
+  std::string const& call() const noexcept { return call_; }
+  int status() const noexcept { return status_; }
+  std::string const& status_text() const noexcept { return status_text_; }
+
+ private:
+  std::string library_, call_;
+  int status_;
+  std::string status_text_;
+};
+
+// status() is a cudaError_t; code() is kept as its older name.
+class cuda_error : public library_error {
+ public:
+  cuda_error(std::string call, int status, std::string status_text, char const* file, int line)
+      : library_error("CUDA", std::move(call), status, std::move(status_text), file, line) {}
+  int code() const noexcept { return status(); }
+};
+class cusparse_error : public library_error {  // status(): cusparseStatus_t
+ public:
+  cusparse_error(std::string call, int status, std::string status_text, char const* file, int line)
+      : library_error("cuSPARSE", std::move(call), status, std::move(status_text), file, line) {}
+};
+class cublas_error : public library_error {  // status(): cublasStatus_t
+ public:
+  cublas_error(std::string call, int status, std::string status_text, char const* file, int line)
+      : library_error("cuBLAS", std::move(call), status, std::move(status_text), file, line) {}
+};
+class cudnn_error : public library_error {  // status(): cudnnStatus_t
+ public:
+  cudnn_error(std::string call, int status, std::string status_text, char const* file, int line)
+      : library_error("cuDNN", std::move(call), status, std::move(status_text), file, line) {}
 };
 
 namespace detail {
@@ -37,6 +103,12 @@ std::string concat(Args const&... args) {
   (os << ... << args);
   return os.str();
 }
+
+// For destructors, which cannot throw: a failed release is reported on stderr, never lost
+// silently and never thrown.
+inline void report_release(char const* library, char const* what, char const* status_text) noexcept {
+  std::fprintf(stderr, "sdnn: %s: %s failed in a destructor: %s\n", library, what, status_text);
+}
 }  // namespace detail
 }  // namespace sdnn
 
@@ -44,7 +116,16 @@ std::string concat(Args const&... args) {
 #define SDNN_FAIL(...) throw ::sdnn::error(::sdnn::detail::concat(__VA_ARGS__), __FILE__, __LINE__)
 
 // SDNN_EXPECTS(rows >= 0, "csr: rows must be >= 0, got ", rows)
-#define SDNN_EXPECTS(cond, ...)   \
-  do {                            \
+#define SDNN_EXPECTS(cond, ...)          \
+  do {                                   \
     if (!(cond)) SDNN_FAIL(__VA_ARGS__); \
   } while (0)
+
+// SDNN_EXPECTS_DIMS(b.rows == k, "spmm: A is ", m, " x ", k, " but B has ", b.rows, " rows")
+#define SDNN_EXPECTS_DIMS(cond, ...)                                                                          \
+  do {                                                                                                        \
+    if (!(cond)) throw ::sdnn::dimension_mismatch(::sdnn::detail::concat(__VA_ARGS__), __FILE__, __LINE__); \
+  } while (0)
+
+// SDNN_NOT_COMPILED("sparse_linear::forward(cuda_exec)", "configure with CUDA (SDNN_ENABLE_CUDA=ON)")
+#define SDNN_NOT_COMPILED(function, remedy) throw ::sdnn::not_compiled((function), (remedy), __FILE__, __LINE__)

@@ -27,9 +27,9 @@ namespace sdnn::vendor {
 namespace detail {
 inline void cublas_check(cublasStatus_t st, char const* call, char const* file, int line) {
   if (st != CUBLAS_STATUS_SUCCESS)
-    throw ::sdnn::cuda_error(static_cast<int>(st),
-                             ::sdnn::detail::concat("cuBLAS call `", call, "` failed with status ", static_cast<int>(st)),
-                             file, line);
+    throw ::sdnn::cublas_error(call, static_cast<int>(st),
+                               ::sdnn::detail::concat(cublasGetStatusName(st), " (", cublasGetStatusString(st), ")"),
+                               file, line);
 }
 }  // namespace detail
 }  // namespace sdnn::vendor

@@ -6,7 +6,7 @@
 // A plan holds the handle, the descriptors and the external buffer for one A and one
 // (B, C) shape: the buffer is sized and allocated once (cusparseSpMM_bufferSize) and
 // reused by every run(); cusparseSpMM_preprocess runs once at plan time for CSR_ALG1/3.
-// Not every algorithm supports every layout/type: the plan throws sdnn::cuda_error with
+// Not every algorithm supports every layout/type: the plan throws sdnn::cusparse_error with
 // the cuSPARSE status (e.g. CUSPARSE_STATUS_NOT_SUPPORTED) and callers may skip it.
 // `column_major` plans describe B and C as column-major (ld = K resp. M): a different
 // layout of the same product, offered only so benchmarks can time the algorithms that
@@ -33,11 +33,26 @@
 namespace sdnn::vendor {
 
 namespace detail {
+inline char const* cusparse_status_name(cusparseStatus_t st) {
+  switch (st) {
+    case CUSPARSE_STATUS_SUCCESS: return "CUSPARSE_STATUS_SUCCESS";
+    case CUSPARSE_STATUS_NOT_INITIALIZED: return "CUSPARSE_STATUS_NOT_INITIALIZED";
+    case CUSPARSE_STATUS_ALLOC_FAILED: return "CUSPARSE_STATUS_ALLOC_FAILED";
+    case CUSPARSE_STATUS_INVALID_VALUE: return "CUSPARSE_STATUS_INVALID_VALUE";
+    case CUSPARSE_STATUS_ARCH_MISMATCH: return "CUSPARSE_STATUS_ARCH_MISMATCH";
+    case CUSPARSE_STATUS_EXECUTION_FAILED: return "CUSPARSE_STATUS_EXECUTION_FAILED";
+    case CUSPARSE_STATUS_INTERNAL_ERROR: return "CUSPARSE_STATUS_INTERNAL_ERROR";
+    case CUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED: return "CUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED";
+    case CUSPARSE_STATUS_NOT_SUPPORTED: return "CUSPARSE_STATUS_NOT_SUPPORTED";
+    case CUSPARSE_STATUS_INSUFFICIENT_RESOURCES: return "CUSPARSE_STATUS_INSUFFICIENT_RESOURCES";
+    default: return "CUSPARSE_STATUS_UNKNOWN";
+  }
+}
 inline void cusparse_check(cusparseStatus_t st, char const* call, char const* file, int line) {
   if (st != CUSPARSE_STATUS_SUCCESS)
-    throw ::sdnn::cuda_error(static_cast<int>(st),
-                             ::sdnn::detail::concat("cuSPARSE call `", call, "` failed: ", cusparseGetErrorString(st)),
-                             file, line);
+    throw ::sdnn::cusparse_error(call, static_cast<int>(st),
+                                 ::sdnn::detail::concat(cusparse_status_name(st), " (", cusparseGetErrorString(st), ")"),
+                                 file, line);
 }
 }  // namespace detail
 }  // namespace sdnn::vendor

@@ -27,7 +27,7 @@
 // Constraints (checked at plan time, sdnn::error naming the constraint): square tiles;
 // M and K multiples of the tile size (Blocked-ELL has no partial blocks); tile columns fit
 // 32-bit indices. What cuSPARSE itself rejects (CUSPARSE_STATUS_NOT_SUPPORTED) comes back as
-// sdnn::cuda_error naming the type, block size and shapes.
+// sdnn::cusparse_error naming the type, block size and shapes.
 //
 // A plan SYNCHRONISES exec.stream once at plan time: ellCols (the size of the Blocked-ELL
 // arrays) is a reduction over A's tile rows on the device and is needed on the host. run()
@@ -173,15 +173,16 @@ class cusparse_blocked_ell_plan {
                  "writes into the padding), got ld(B) = ", b.ld, " for ", b.cols, " columns, ld(C) = ", c.ld, " for ",
                  c.cols);
   }
-  // A cuSPARSE status of SpMM: NOT_SUPPORTED becomes a cuda_error that names what was asked.
+  // A cuSPARSE status of SpMM: NOT_SUPPORTED becomes a cusparse_error that names what was asked.
   void check_spmm_status(cusparseStatus_t st, char const* call, int line) const {
     if (st == CUSPARSE_STATUS_NOT_SUPPORTED)
-      throw cuda_error(static_cast<int>(st),
-                       ::sdnn::detail::concat("cusparse Blocked-ELL: ", call, " reports ", cusparseGetErrorString(st),
-                                              " for ", std::is_same_v<T, float> ? "float" : "__half",
-                                              " values (float compute), block size ", bs_, ", row-major B and C, A ",
-                                              m_, " x ", k_, ", N = ", n_, ", ld(B) = ", ldb_, ", ld(C) = ", ldc_),
-                       __FILE__, line);
+      throw cusparse_error(call, static_cast<int>(st),
+                           ::sdnn::detail::concat(::sdnn::vendor::detail::cusparse_status_name(st), " (",
+                                                  cusparseGetErrorString(st), ") for Blocked-ELL with ",
+                                                  std::is_same_v<T, float> ? "float" : "__half",
+                                                  " values (float compute), block size ", bs_, ", row-major B and C, A ",
+                                                  m_, " x ", k_, ", N = ", n_, ", ld(B) = ", ldb_, ", ld(C) = ", ldc_),
+                           __FILE__, line);
     ::sdnn::vendor::detail::cusparse_check(st, call, __FILE__, line);
   }
   bool trivial() const noexcept { return m_ == 0 || k_ == 0 || n_ == 0 || ell_cols_ == 0; }
