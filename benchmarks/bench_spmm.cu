@@ -18,6 +18,7 @@
 
 #include <sdnn/sdnn.hpp>
 #include <sdnn/ops/spmm.cuh>
+#include <sdnn/ops/dense_sparse.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -338,21 +339,21 @@ void register_dense_sparse(std::int64_t mk, std::int64_t batch, double sp) {
   add("cusparse_csr_ALG_DEFAULT", true,
       [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm, bool v,
          dense_view<T const> y, dense_view<T> c, cuda_exec e) {
-        ops::dense_sparse_plan<policy::cusparse_spmm<>, T> plan(p.a->view(), y, c, e);
+        ops::dense_sparse_plan<policy::cusparse_spmm<>, T> plan(p.a->view(), e, plan_options{y.rows, true});
         std::size_t turn = 0;
         report<T>(st, cfg, nm, v, p, p.a->nnz(), [&] {
           dense_view<T const> yy{y.rows, y.cols, y.ld, p.b[turn++ % p.b.size()].data()};
-          plan.run(yy, c, epilogue_none<float>(), e);
+          plan.run(e, yy, c, epilogue_none<float>());
         });
       });
   add("sdnn_dense_csc", false,
       [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm, bool v,
          dense_view<T const> y, dense_view<T> c, cuda_exec e) {
-        ops::dense_sparse_plan<policy::dense_csc, T> plan(p.a->view(), e);
+        ops::dense_sparse_plan<policy::csc_gather<>, T> plan(p.a->view(), e, plan_options{y.rows, true});
         std::size_t turn = 0;
         report<T>(st, cfg, nm, v, p, p.a->nnz(), [&] {
           dense_view<T const> yy{y.rows, y.cols, y.ld, p.b[turn++ % p.b.size()].data()};
-          plan.run(yy, c, epilogue_none<float>(), e);
+          plan.run(e, yy, c, epilogue_none<float>());
         });
       });
 }

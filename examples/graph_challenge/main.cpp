@@ -19,11 +19,13 @@
 #include <sdnn/io/mnist_idx.hpp>
 #include <sdnn/layers/sparse_linear.hpp>
 #include <sdnn/pipeline/challenge.hpp>
-#include <sdnn/policies/sparse_linear.hpp>
+#include <sdnn/policies/dense_sparse.hpp>
 #include <sdnn/reference/challenge.hpp>
 
 #if defined(__CUDACC__)
 #include <sdnn/data/radixnet.cuh>
+#include <sdnn/formats/copy.cuh>
+#include <sdnn/pipeline/challenge.cuh>
 #endif
 
 #include <algorithm>
@@ -143,19 +145,18 @@ outcome run_host(std::int32_t layers_n, float bias, host_layer_fn const& make, h
 using device_csr = csr_matrix<float, std::int32_t, device_space>;
 using device_layer_fn = std::function<device_csr(std::int32_t, cuda_exec)>;
 
-device_csr upload(host_csr const& h, cuda_exec exec) {
-  device_csr d(h.rows(), h.cols(), h.nnz(), exec);
-  copy(d.row_ptr(), h.row_ptr(), exec);
-  copy(d.col_idx(), h.col_idx(), exec);
-  copy(d.values(), h.values(), exec);
-  return d;
-}
-
+// Where the device run takes layer l from: a host CSR (read from a file: the layer transposes
+// and tiles it on the host and uploads it once, at plan time) or a device CSR (generated on
+// the device: transposed there; tiles need one download of W^T).
+struct layer_source {
+  host_layer_fn host;
+  device_layer_fn device;
+};
 // Builds the device network (weights transposed to CSC once), uploads the inputs, runs one
 // warm-up inference (captures the CUDA Graph), then `reps` timed ones (median); reps = 0
 // picks 5 when the warm-up took under a second, else 1.
 template <class Policy>
-outcome run_device(std::int32_t layers_n, float bias, device_layer_fn const& make, host_csr const& inputs, int reps,
+outcome run_device(std::int32_t layers_n, float bias, layer_source const& make, host_csr const& inputs, int reps,
                    std::int64_t max_batch) {
   cudaStream_t s;
   SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -165,11 +166,12 @@ outcome run_device(std::int32_t layers_n, float bias, device_layer_fn const& mak
     using layer_t = layers::sparse_linear<float, format::csr, Policy>;
     std::vector<std::shared_ptr<layer_t>> layers;
     for (std::int32_t l = 0; l < layers_n; ++l)
-      layers.push_back(std::make_shared<layer_t>(make(l, exec), epilogue_challenge<float>(bias), exec));
+      layers.push_back(make.host ? std::make_shared<layer_t>(make.host(l), epilogue_challenge<float>(bias))
+                                 : std::make_shared<layer_t>(make.device(l, exec), epilogue_challenge<float>(bias), exec));
     pipeline::challenge_network<Policy> net(layers);
     pipeline::challenge_options opt;
     opt.max_batch = max_batch;
-    auto in_d = upload(inputs, exec);
+    auto in_d = to_device(inputs, exec);
     net.plan(inputs.rows(), exec, opt);
     SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
     auto w0 = std::chrono::steady_clock::now();
@@ -280,7 +282,7 @@ int cmd_infer(options const& o, machine const& m) {
 #if defined(__CUDACC__)
       res = run_device<P>(
           layers_n, bias,
-          [&](std::int32_t l, cuda_exec e) { return upload(io::read_challenge_layer(layer_path(dir, n, l + 1), n), e); },
+          layer_source{[&](std::int32_t l) { return io::read_challenge_layer(layer_path(dir, n, l + 1), n); }, {}},
           inputs, 1, o.num("batch", 0));
 #endif
     }
@@ -341,9 +343,10 @@ int cmd_bench(options const& o, machine const& m) {
       bool const official = n == 1024 && layers_n <= 120 && o.get("seed") == "";
       res = run_device<P>(
           layers_n, bias,
-          [&](std::int32_t l, cuda_exec e) {
-            return official ? data::official_1024_layer_device(l, e) : data::radixnet_layer_device(n, l, seed, e);
-          },
+          layer_source{{}, [&](std::int32_t l, cuda_exec e) {
+                         return official ? data::official_1024_layer_device(l, e)
+                                         : data::radixnet_layer_device(n, l, seed, e);
+                       }},
           inputs, static_cast<int>(o.num("reps", 0)), o.num("batch", 0));
       return;
     }
@@ -372,7 +375,8 @@ int cmd_default(options const& o, machine const& m) {
 #if defined(__CUDACC__)
   if (m.gpu)
     res = run_device<policy::sparse_linear_default>(
-        layers_n, bias, [](std::int32_t l, cuda_exec e) { return data::official_1024_layer_device(l, e); }, inputs, 0, 0);
+        layers_n, bias, layer_source{{}, [](std::int32_t l, cuda_exec e) { return data::official_1024_layer_device(l, e); }},
+        inputs, 0, 0);
 #endif
   if (!m.gpu)
     res = run_host<policy::sparse_linear_default>(layers_n, bias, [](std::int32_t l) { return data::official_1024_layer(l); },

@@ -1,7 +1,10 @@
 // sdnn/sdnn.hpp - the umbrella header.
 //
 // Includes everything that compiles with a plain C++17 compiler; when compiled by a
-// CUDA compiler (__CUDACC__), also the device containers, kernels and vendor baselines.
+// CUDA compiler (__CUDACC__), also the device definitions: device containers, kernels, plans,
+// vendor baselines and the device members of the layers and pipelines. The classes are the
+// same either way (core/config.hpp, SDNN_HAS_CUDA): including this header from a .cu that uses
+// a layer or pipeline type is what defines that type's device members for the program.
 #pragma once
 
 #include "sdnn/core/config.hpp"
@@ -17,7 +20,7 @@
 #include "sdnn/formats/tiled_dense.hpp"
 #include "sdnn/formats/convert.hpp"
 #include "sdnn/formats/stats.hpp"
-#include "sdnn/pipeline/layer.hpp"
+#include "sdnn/layers/layer.hpp"
 #include "sdnn/io/challenge_tsv.hpp"
 #include "sdnn/io/mnist_idx.hpp"
 #include "sdnn/io/matrix_market.hpp"
@@ -30,7 +33,9 @@
 #include "sdnn/conv/reference.hpp"
 #include "sdnn/conv/policies.hpp"
 #include "sdnn/conv/direct_conv_plan.hpp"
-#include "sdnn/policies/sparse_linear.hpp"
+#include "sdnn/policies/dense_sparse.hpp"
+#include "sdnn/ops/dense_sparse.hpp"
+#include "sdnn/core/plan.hpp"
 #include "sdnn/layers/sparse_linear.hpp"
 #include "sdnn/pipeline/sequential.hpp"
 #include "sdnn/pipeline/challenge.hpp"
@@ -43,10 +48,11 @@
 #include "sdnn/ops/spmm.hpp"
 
 #if defined(__CUDACC__)
-#include "sdnn/kernels/spmm_dense_csc.cuh"
-#include "sdnn/kernels/challenge.cuh"
-#include "sdnn/vendor/cusparse_challenge.cuh"
+#include "sdnn/ops/dense_sparse.cuh"
+#include "sdnn/ops/rows.cuh"
 #include "sdnn/layers/sparse_linear.cuh"
+#include "sdnn/pipeline/sequential.cuh"
+#include "sdnn/pipeline/challenge.cuh"
 #include "sdnn/data/radixnet.cuh"
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"

@@ -1,6 +1,6 @@
 // Device tests of every sparse-product policy against the host reference
 // (reference/spmm.hpp): CSR (row-split, nnz-balanced, empty-row mask/compact, automatic,
-// cuSPARSE), COO (nnz-split, cuSPARSE), ELL, tiled-dense, and dense x sparse (dense_csc,
+// cuSPARSE), COO (nnz-split, cuSPARSE), ELL, tiled-dense, and dense x sparse (csc_gather,
 // cuSPARSE) on seeded random inputs and edge cases; the nnz-split paths (rows cut by
 // chunk boundaries, a row of 100k entries, empty rows, nnz = 0, determinism) at the end.
 // Data are small integers: float results are exact (every partial sum is an integer far
@@ -12,6 +12,7 @@
 
 #include <sdnn/sdnn.hpp>
 #include <sdnn/ops/spmm.cuh>
+#include <sdnn/ops/dense_sparse.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -169,12 +170,12 @@ TEMPLATE_TEST_CASE("dense x sparse (Y * W) matches the reference", "[cuda][ops][
     auto const y = random_dense(cs.m, cs.k, seed + 1);
     auto const epi = epilogue_challenge<float>(-1.f, 16.f);
     dense_matrix<float> ref(cs.m, cs.n);
-    ops::spmm_dense_sparse(host_exec{}, policy::dense_csc{}, y.view(), w.view(), ref.view(), epi);
+    ops::spmm_dense_sparse(host_exec{}, policy::csc_gather<>{}, y.view(), w.view(), ref.view(), epi);
     device_csr<TestType> dw(w, e);
     device_dense<TestType> dy(y, cs.k, e);
     device_dense<TestType> dc(dense_matrix<float>(cs.m, cs.n), cs.n, e);
-    ops::spmm_dense_sparse(e, policy::dense_csc{}, dy.cview(), dw.view(), dc.view(), epi);
-    check_against(ref, dc, e, "dense_csc / " + cs.name);
+    ops::spmm_dense_sparse(e, policy::csc_gather<>{}, dy.cview(), dw.view(), dc.view(), epi);
+    check_against(ref, dc, e, "csc_gather / " + cs.name);
     if constexpr (std::is_same_v<TestType, float>) {
       if (cs.m > 0 && cs.n > 0 && cs.k > 0) {
         device_dense<TestType> dc2(dense_matrix<float>(cs.m, cs.n), cs.n, e);

@@ -16,8 +16,8 @@
 #include <sdnn/io/mnist_idx.hpp>
 #include <sdnn/kernels/spmm_dense_csc.cuh>
 #include <sdnn/layers/sparse_linear.cuh>
-#include <sdnn/pipeline/challenge.hpp>
-#include <sdnn/pipeline/sequential.hpp>
+#include <sdnn/pipeline/challenge.cuh>
+#include <sdnn/pipeline/sequential.cuh>
 #include <sdnn/reference/challenge.hpp>
 
 #include <cmath>

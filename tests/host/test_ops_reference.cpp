@@ -6,6 +6,7 @@
 #include <sdnn/formats/convert.hpp>
 #include <sdnn/ops/gemm.hpp>
 #include <sdnn/ops/spmm.hpp>
+#include <sdnn/ops/dense_sparse.hpp>
 #include <sdnn/policies/automatic.hpp>
 #include <sdnn/sdnn.hpp>
 
@@ -83,7 +84,7 @@ TEST_CASE("reference gemm and dense x sparse agree with spmm", "[ops][reference]
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j) y(i, j) = b(j, i);
   dense_matrix<float> yw(2, 3);
-  ops::spmm_dense_sparse(host_exec{}, policy::dense_csc{}, y.view(), a.view(), yw.view(), epilogue_none<float>());
+  ops::spmm_dense_sparse(host_exec{}, policy::csc_gather<>{}, y.view(), a.view(), yw.view(), epilogue_none<float>());
   // Y * A = [[1, 15, 2], [2, 18, 4]]
   REQUIRE(values(yw) == std::vector<float>{1, 15, 2, 2, 18, 4});
   std::vector<int> counts(3);

@@ -24,7 +24,7 @@
 #include "sdnn/conv/reference.hpp"
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
-#include "sdnn/pipeline/layer.hpp"
+#include "sdnn/layers/layer.hpp"
 
 namespace sdnn::detail {
 inline void cudnn_check(cudnnStatus_t st, char const* call, char const* file, int line) {

@@ -27,7 +27,7 @@
 #include "sdnn/conv/reference.hpp"
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
-#include "sdnn/pipeline/layer.hpp"
+#include "sdnn/layers/layer.hpp"
 
 namespace sdnn::conv::detail {
 // Deterministic non-zero fill for tuning inputs (values in [-1, 1)).

@@ -1,6 +1,11 @@
 // sdnn/core/cuda.cuh - CUDA error checking. Every CUDA call and every launch is checked.
 #pragma once
 
+#include "sdnn/core/config.hpp"
+#if !SDNN_HAS_CUDA
+#error "sdnn: device headers (.cuh) need SDNN_HAS_CUDA=1 in every translation unit of the program (link the sdnn::sdnn target of a CUDA-enabled build, or define it yourself)"
+#endif
+
 #include <cuda_runtime.h>
 
 #include "sdnn/core/error.hpp"

@@ -1,5 +1,5 @@
-// sdnn/ops/spmm.cuh - cuda_exec implementations of ops::spmm / ops::spmm_dense_sparse
-// and the reusable plans behind them.
+// sdnn/ops/spmm.cuh - cuda_exec implementations of ops::spmm and the reusable plans behind
+// them (the dense x sparse product Y * W is ops/dense_sparse.cuh).
 //
 // A plan is built once for one sparse operand (inference weights are static) and one
 // (B, C) shape, then run() many times on any stream; plans never synchronise except
@@ -20,7 +20,7 @@
 //   ell_spmm_plan:   ell_row_split<U, W>
 //   tiled_spmm_plan: tiled_dense_spmm, cusparse_spmm<blocked_ell_alg1> (Blocked-ELL copy of A
 //                    built on the device; SYNCHRONISES exec.stream once at plan time)
-//   dense_sparse_plan: dense_csc (W transposed once on the device), cusparse_spmm<Alg>
+// (dense x sparse: ops/dense_sparse.cuh)
 #pragma once
 
 #include <cstdint>
@@ -36,13 +36,11 @@
 #include "sdnn/kernels/spmm_coo.cuh"
 #include "sdnn/kernels/spmm_csr.cuh"
 #include "sdnn/kernels/spmm_csr_panels.cuh"
-#include "sdnn/kernels/spmm_dense_csc.cuh"
 #include "sdnn/kernels/spmm_ell.cuh"
 #include "sdnn/kernels/spmm_tiled.cuh"
 #include "sdnn/ops/spmm.hpp"
 #include "sdnn/vendor/cusparse.cuh"
 #include "sdnn/vendor/cusparse_blocked_ell.cuh"
-#include "sdnn/vendor/cusparse_challenge.cuh"
 
 namespace sdnn::ops {
 
@@ -372,59 +370,7 @@ class tiled_spmm_plan<policy::cusparse_spmm<Alg>, T> {
 };
 
 // ---------------------------------------------------------------------------------------
-// Dense x sparse: C[M x N] = epi(A[M x K] * W[K x N]), W in CSR (32-bit indices).
-template <class Policy, class T>
-class dense_sparse_plan {
-  static_assert(::sdnn::detail::dependent_false<Policy, T>,
-                "dense_sparse_plan: no dense x sparse implementation for this policy");
-};
-
-// gc-device's kernels::dense_csc_spmm on W^T (= W in CSC), transposed once here.
-template <class T>
-class dense_sparse_plan<policy::dense_csc, T> {
- public:
-  dense_sparse_plan(csr_view<T, std::int32_t> w, cuda_exec e)
-      : k_(w.rows), n_(w.cols), wt_(vendor::transpose_csr(w, e)) {}
-  template <class Acc>
-  void run(dense_view<T const> a, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
-    SDNN_EXPECTS(a.cols == k_ && c.rows == a.rows && c.cols == n_, "spmm_dense_sparse(dense_csc): A ", a.rows, " x ",
-                 a.cols, ", W ", k_, " x ", n_, ", C ", c.rows, " x ", c.cols);
-    if (a.rows == 0 || n_ == 0) return;
-    kernels::dense_csc_spmm(a, wt_.view(), c, epi, static_cast<std::int32_t const*>(nullptr),
-                            static_cast<std::int32_t const*>(nullptr), static_cast<std::int32_t>(a.rows), e.stream);
-  }
-
- private:
-  std::int64_t k_, n_;
-  csr_matrix<T, std::int32_t, device_space> wt_;
-};
-
-// cuSPARSE baseline: C^T = W^T * A^T with W^T as CSR (transposed once) and A^T, C^T
-// column-major, which is A and C row-major; the epilogue runs as a separate pass.
-template <policy::cusparse_alg Alg, class T>
-class dense_sparse_plan<policy::cusparse_spmm<Alg>, T> {
- public:
-  dense_sparse_plan(csr_view<T, std::int32_t> w, dense_view<T const> a, dense_view<T> c, cuda_exec e)
-      : k_(w.rows), n_(w.cols), wt_(vendor::transpose_csr(w, e)),
-        p_(wt_.view(), transposed(a), transposed(c), Alg, e, /*column_major=*/true) {}
-  template <class Acc>
-  void run(dense_view<T const> a, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) {
-    SDNN_EXPECTS(a.ld == a.cols && c.ld == c.cols, "spmm_dense_sparse(cusparse): A and C must be packed (ld == cols)");
-    p_.run(transposed(a), transposed(c), epilogue_none<Acc>(), e);
-    vendor::apply_epilogue(c, epi, e.stream);
-  }
-
- private:
-  // The same memory seen as the column-major transpose (rows <-> cols).
-  template <class U>
-  static dense_view<U> transposed(dense_view<U> v) { return {v.cols, v.rows, v.rows, v.data}; }
-  std::int64_t k_, n_;
-  csr_matrix<T, std::int32_t, device_space> wt_;
-  vendor::cusparse_spmm_plan<T, std::int32_t> p_;
-};
-
-// ---------------------------------------------------------------------------------------
-// One-shot dispatch for ops::spmm / ops::spmm_dense_sparse on the device.
+// One-shot dispatch for ops::spmm on the device.
 template <class Policy>
 struct spmm_impl<cuda_exec, Policy> {
   template <class T, class Index, class Acc>
@@ -450,17 +396,6 @@ struct spmm_impl<cuda_exec, Policy> {
                   basic_epilogue<Acc> const& epi) {
     tiled_spmm_plan<Policy, T> p(a, b, c, e);
     p.run(b, c, epi, e);
-  }
-  template <class T, class Acc>
-  static void run_dense_sparse(cuda_exec e, dense_view<T const> a, csr_view<T, std::int32_t> w, dense_view<T> c,
-                               basic_epilogue<Acc> const& epi) {
-    if constexpr (std::is_same_v<Policy, policy::dense_csc>) {
-      dense_sparse_plan<Policy, T> p(w, e);
-      p.run(a, c, epi, e);
-    } else {
-      dense_sparse_plan<Policy, T> p(w, a, c, e);
-      p.run(a, c, epi, e);
-    }
   }
 };
 

@@ -3,7 +3,7 @@
 //
 //   ops::spmm(exec, policy, a, b, c, epi)               C[M x N] = epi(A_sparse * B)
 //       a: csr_view, coo_view, ell_view or tiled_dense_view<T const>
-//   ops::spmm_dense_sparse(exec, policy, a, w, c, epi)  C[M x N] = epi(A * W_csr)
+// (the dense x sparse product A * W_csr is ops::spmm_dense_sparse, ops/dense_sparse.hpp)
 // host_exec runs the reference (reference/spmm.hpp) for every policy; cuda_exec
 // implementations and the reusable plans live in ops/spmm.cuh.
 #pragma once
@@ -39,11 +39,6 @@ struct spmm_impl<host_exec, Policy> {
   template <class SparseView, class T, class Acc>
   static void run(host_exec, SparseView a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi) {
     reference::spmm(a, b, c, epi);
-  }
-  template <class T, class Index, class Acc>
-  static void run_dense_sparse(host_exec, dense_view<T const> a, csr_view<T, Index> w, dense_view<T> c,
-                               basic_epilogue<Acc> const& epi) {
-    reference::dense_sparse_spmm(a, w, c, epi);
   }
 };
 
@@ -92,18 +87,6 @@ void spmm(Exec exec, Policy, SparseView a, dense_view<TB> b, dense_view<T> c, ba
   static_assert(std::is_same_v<std::remove_const_t<TB>, T>, "spmm: B and C must have the same value type");
   detail::check_spmm_args(detail::rows_of(a), detail::cols_of(a), detail::readonly(b), c, "spmm");
   spmm_impl<Exec, Policy>::run(exec, detail::readonly(a), detail::readonly(b), c, epi);
-}
-
-// C = epi(A * W), W sparse (CSR): the DNN layer Y * W.
-template <class Exec, class Policy, class TA, class T, class Index, class Acc = accumulator_t<T>>
-void spmm_dense_sparse(Exec exec, Policy, dense_view<TA> a, csr_view<T, Index> w, dense_view<T> c,
-                       basic_epilogue<Acc> const& epi = {}) {
-  static_assert(std::is_same_v<std::remove_const_t<TA>, T>, "spmm_dense_sparse: A and C must have the same value type");
-  SDNN_EXPECTS(a.rows >= 0 && a.cols == w.rows, "spmm_dense_sparse: A is ", a.rows, " x ", a.cols, " but W has ",
-               w.rows, " rows");
-  SDNN_EXPECTS(c.rows == a.rows && c.cols == w.cols, "spmm_dense_sparse: C must be ", a.rows, " x ", w.cols,
-               ", got ", c.rows, " x ", c.cols);
-  spmm_impl<Exec, Policy>::run_dense_sparse(exec, detail::readonly(a), w, c, epi);
 }
 
 }  // namespace sdnn::ops

@@ -5,8 +5,9 @@
 // buffers of batch x (widest intermediate) once; forward() then runs every layer on the
 // stream with no allocation and no synchronisation, in slices of at most `batch` rows (so
 // inputs larger than device memory allows are processed in batches).
-// Host and device backends share the call: forward(host_exec, ...) / forward(cuda_exec, ...)
-// (the device one in translation units compiled by nvcc).
+// Host and device backends share the call: forward(host_exec, ...) / forward(cuda_exec, ...).
+// The device members are defined in pipeline/sequential.cuh (see layers/sparse_linear.hpp for
+// the rule: one .cu of the program must include it; without CUDA they throw not_compiled).
 #pragma once
 
 #include <algorithm>
@@ -16,15 +17,12 @@
 #include <utility>
 #include <vector>
 
+#include "sdnn/core/config.hpp"
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/exec.hpp"
 #include "sdnn/core/memory.hpp"
 #include "sdnn/formats/dense.hpp"
-#include "sdnn/pipeline/layer.hpp"
-
-#if defined(__CUDACC__)
-#include "sdnn/core/memory.cuh"
-#endif
+#include "sdnn/layers/layer.hpp"
 
 namespace sdnn {
 
@@ -71,52 +69,11 @@ class sequential : public layer<T> {
     }
   }
 
-#if defined(__CUDACC__)
   // Plans every layer for `batch` rows and allocates the ping-pong buffers. May synchronise.
-  void plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) override {
-    SDNN_EXPECTS(batch > 0, "sequential: plan needs a batch > 0, got ", batch);
-    planned_batch_ = batch;
-    planned_in_ = in_features;
-    std::int64_t f = in_features;
-    for (auto& l : layers_) {
-      l->plan(batch, f, exec);
-      f = l->out_features(f);
-    }
-    std::size_t const n = static_cast<std::size_t>(batch * widest(in_features));
-    auto bufs = std::make_shared<std::pair<buffer<T, device_space>, buffer<T, device_space>>>(
-        buffer<T, device_space>(n, exec), buffer<T, device_space>(n, exec));
-    device_ws_ = bufs;
-  }
+  void plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) override;
   // Runs the chain on exec.stream; plan() must have been called with this in_features.
   // No allocation, no synchronisation (unless a layer's policy documents one).
-  void forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) override {
-    check(in, out);
-    if (layers_.empty()) {
-      if (in.rows && in.cols)
-        SDNN_CUDA_CHECK(cudaMemcpy2DAsync(out.data, out.ld * sizeof(T), in.data, in.ld * sizeof(T), in.cols * sizeof(T),
-                                          in.rows, cudaMemcpyDeviceToDevice, exec.stream));
-      return;
-    }
-    SDNN_EXPECTS(device_ws_ && planned_in_ == in.cols, "sequential: call plan(batch, ", in.cols,
-                 ", exec) before the device forward");
-    auto& bufs = *static_cast<std::pair<buffer<T, device_space>, buffer<T, device_space>>*>(device_ws_.get());
-    T* ptr[2] = {bufs.first.data(), bufs.second.data()};
-    for (std::int64_t r0 = 0; r0 < in.rows; r0 += planned_batch_) {
-      std::int64_t const rows = std::min(planned_batch_, in.rows - r0);
-      dense_view<T const> x{rows, in.cols, in.ld, in.data + r0 * in.ld};
-      std::int64_t f = in.cols;
-      for (std::size_t i = 0; i < layers_.size(); ++i) {
-        std::int64_t const g = layers_[i]->out_features(f);
-        bool const last = i + 1 == layers_.size();
-        dense_view<T> y = last ? dense_view<T>{rows, g, out.ld, out.data + r0 * out.ld}
-                               : dense_view<T>{rows, g, g, ptr[i % 2]};
-        layers_[i]->forward(exec, x, y);
-        x = y;
-        f = g;
-      }
-    }
-  }
-#endif
+  void forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) override;
 
  private:
   void check(dense_view<T const> in, dense_view<T> out) const {
@@ -136,9 +93,22 @@ class sequential : public layer<T> {
     for (std::int64_t r = 0; r < in.rows; ++r) std::copy(in.row(r), in.row(r) + in.cols, out.row(r));
   }
 
+  struct device_state;  // pipeline/sequential.cuh: the two device ping-pong buffers
+
   std::vector<std::shared_ptr<layer<T>>> layers_;
   std::int64_t planned_batch_ = 0, planned_in_ = -1;
-  std::shared_ptr<void> device_ws_;  // pair of device buffers (nvcc builds)
+  std::shared_ptr<device_state> device_;
 };
+
+#if !SDNN_HAS_CUDA
+template <class T>
+void sequential<T>::plan(std::int64_t, std::int64_t, cuda_exec) {
+  SDNN_NOT_COMPILED("sequential::plan(cuda_exec)", "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)");
+}
+template <class T>
+void sequential<T>::forward(cuda_exec, dense_view<T const>, dense_view<T>) {
+  SDNN_NOT_COMPILED("sequential::forward(cuda_exec)", "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)");
+}
+#endif
 
 }  // namespace sdnn

@@ -29,22 +29,32 @@ struct tiled_gemm {
 // strict float baseline), HGEMM-style cublasGemmEx for __half with float compute.
 struct cublas_gemm {};
 
-// Empty-row skipping (kernels/row_skip.cuh) wrapped around an inner product policy.
-//  - skip_empty_rows_mask<Inner>: per-row nonzero count; the inner kernel does not read
-//    A rows whose count is 0 (and skips a whole tile when all its rows are empty).
-//  - skip_empty_rows_compact<Inner>: cub::DevicePartition splits the rows into a live
-//    list and a dead list; the inner kernel runs over live rows only (gathering them),
-//    and dead rows get the epilogue of zero.
+// Empty-row skipping wrapped around an inner product policy: one wrapper for every product
+// (GEMM, sparse x dense, dense x sparse) whose A operand may have empty rows.
+//  - skip_empty_rows<Inner> (skip_by::compact, the default): the live (nonzero) rows of A
+//    are listed on the device (cub select/partition); Inner runs over the listed rows only.
+//    For dense x sparse (ops::dense_sparse_plan, layers::sparse_linear) the list can also be
+//    carried from layer to layer (pipeline::challenge_network).
+//  - skip_empty_rows<Inner, skip_by::mask>: per-row nonzero counts; the inner kernel does not
+//    read A rows whose count is 0 (and skips a whole tile when all its rows are empty).
 // Contract for both: every output row is written; an empty row's output is epi(0, col)
 // (all zero when the epilogue is zero_preserving()).
-template <class Inner>
-struct skip_empty_rows_mask {
+enum class skip_by { compact, mask };
+template <class Inner, skip_by By = skip_by::compact>
+struct skip_empty_rows {
   using inner = Inner;
+  static constexpr skip_by by = By;
 };
+// The two spellings used by the GEMM and SpMM benchmarks and tables.
 template <class Inner>
-struct skip_empty_rows_compact {
-  using inner = Inner;
-};
+using skip_empty_rows_mask = skip_empty_rows<Inner, skip_by::mask>;
+template <class Inner>
+using skip_empty_rows_compact = skip_empty_rows<Inner, skip_by::compact>;
+
+template <class P>
+inline constexpr bool is_skip_empty_rows_v = false;
+template <class I, skip_by B>
+inline constexpr bool is_skip_empty_rows_v<skip_empty_rows<I, B>> = true;
 
 // Chooses among the compiled policies at plan time from matrix statistics
 // (policies/automatic.hpp); the choice is kept for the plan's lifetime.

@@ -3,8 +3,8 @@
 //   sparse x dense:  C[M x N] = epilogue(A_sparse[M x K] * B[K x N])   (ops::spmm)
 //   dense x sparse:  C[M x N] = epilogue(A[M x K] * W_sparse[K x N])   (ops::spmm_dense_sparse)
 // Every tag is an empty type; ops dispatch on (executor, policy); the host executor runs
-// the reference for every policy. The empty-row wrappers of policies/gemm.hpp
-// (skip_empty_rows_mask / skip_empty_rows_compact) also wrap the CSR policies here.
+// the reference for every policy. The empty-row wrapper of policies/gemm.hpp
+// (skip_empty_rows<Inner, skip_by>) also wraps the CSR policies here.
 #pragma once
 
 #include "sdnn/core/config.hpp"
@@ -91,12 +91,12 @@ struct coo_nnz_split {
 // densely.
 struct tiled_dense_spmm {};
 
-// Dense x sparse (Y * W, W sparse): sdnn::kernels::dense_csc_spmm on W in CSC (W^T as
-// CSR, transposed at plan time).
-struct dense_csc {};
+// Dense x sparse (Y * W, W sparse): see policies/dense_sparse.hpp (csc_gather, csc_tiled).
 
-// cuSPARSE SpMM (vendor/cusparse.cuh), one tag per algorithm; the external buffer is
-// allocated once per plan and reused.
+// cuSPARSE SpMM (vendor/cusparse.cuh), one tag per algorithm. The external buffer is
+// allocated once per plan and reused (cusparse_buffer::reuse), or sized, allocated and freed
+// on every run (cusparse_buffer::per_call: the "buffer per call" baseline of the seed paper;
+// the one policy whose run() allocates, since that cost is what it measures).
 enum class cusparse_alg {
   default_alg,       // CUSPARSE_SPMM_ALG_DEFAULT (CSR or COO)
   csr_alg1,          // CUSPARSE_SPMM_CSR_ALG1
@@ -108,10 +108,19 @@ enum class cusparse_alg {
   coo_alg4,          // CUSPARSE_SPMM_COO_ALG4 (row-major B/C)
   blocked_ell_alg1,  // CUSPARSE_SPMM_BLOCKED_ELL_ALG1
 };
-template <cusparse_alg Alg = cusparse_alg::default_alg>
+enum class cusparse_buffer { reuse, per_call };
+template <cusparse_alg Alg = cusparse_alg::default_alg, cusparse_buffer Buffer = cusparse_buffer::reuse>
 struct cusparse_spmm {
   static constexpr cusparse_alg alg = Alg;
+  static constexpr cusparse_buffer buffer = Buffer;
 };
+
+template <class P>
+inline constexpr bool is_cusparse_v = false;
+template <cusparse_alg A, cusparse_buffer B>
+inline constexpr bool is_cusparse_v<cusparse_spmm<A, B>> = true;
+template <class I, skip_by B>
+inline constexpr bool is_cusparse_v<skip_empty_rows<I, B>> = is_cusparse_v<I>;
 
 // policy::automatic (declared in policies/gemm.hpp) also serves the CSR products.
 
