@@ -20,6 +20,7 @@
 #include <sdnn/pipeline/sequential.cuh>
 #include <sdnn/reference/challenge.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -187,10 +188,20 @@ template <class Policy>
 pipeline::challenge_result run_device(std::vector<csr_matrix<float, std::int32_t>> const& ws, float bias,
                                       csr_matrix<float, std::int32_t> const& inputs, cuda_exec exec,
                                       std::int64_t max_batch = 0) {
+  // Odd layers from host weights (transposed and tiled on the host, uploaded once at plan
+  // time), even layers from device weights (transposed on the device): both paths of the plan.
   std::vector<std::shared_ptr<layer_of<Policy>>> layers;
-  for (auto const& w : ws) {
-    auto d = upload<float>(w, exec);
-    layers.push_back(std::make_shared<layer_of<Policy>>(d, epilogue_challenge<float>(bias), exec));
+  for (std::size_t l = 0; l < ws.size(); ++l) {
+    if (l % 2) {
+      csr_matrix<float, std::int32_t> w(ws[l].rows(), ws[l].cols(), ws[l].nnz());
+      std::copy(ws[l].row_ptr().begin(), ws[l].row_ptr().end(), w.row_ptr().begin());
+      std::copy(ws[l].col_idx().begin(), ws[l].col_idx().end(), w.col_idx().begin());
+      std::copy(ws[l].values().begin(), ws[l].values().end(), w.values().begin());
+      layers.push_back(std::make_shared<layer_of<Policy>>(std::move(w), epilogue_challenge<float>(bias)));
+    } else {
+      auto d = upload<float>(ws[l], exec);
+      layers.push_back(std::make_shared<layer_of<Policy>>(d, epilogue_challenge<float>(bias), exec));
+    }
   }
   pipeline::challenge_network<Policy> net(layers);
   pipeline::challenge_options opt;

@@ -47,10 +47,10 @@ struct listed_rows {
 inline plan_status dense_sparse_can_implement(std::int64_t k, std::int64_t n, std::int64_t nnz) {
   constexpr std::int64_t imax = std::numeric_limits<std::int32_t>::max();
   if (k < 0 || n < 0 || nnz < 0)
-    return plan_status::failure(detail::concat("dense x sparse: W is ", k, " x ", n, " with ", nnz,
+    return plan_status::failure(::sdnn::detail::concat("dense x sparse: W is ", k, " x ", n, " with ", nnz,
                                                " nonzeros: sizes must be >= 0"));
   if (k > imax || n > imax || nnz > imax)
-    return plan_status::failure(detail::concat("dense x sparse: W is ", k, " x ", n, " with ", nnz,
+    return plan_status::failure(::sdnn::detail::concat("dense x sparse: W is ", k, " x ", n, " with ", nnz,
                                                " nonzeros: the plans index W with int32 (at most ", imax, ")"));
   return {};
 }

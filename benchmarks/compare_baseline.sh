@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Same-run speed comparison of this tree against a baseline tree (an earlier commit's
+# sources, e.g. `git archive <commit> include examples benchmarks cmake CMakeLists.txt tests/data
+# | tar -x -C .baseline`): builds both, then alternates the two binaries on the same GPU in one
+# call: graph_challenge bench on several configurations (the README's main job) and the kernel
+# benchmarks (bench_spmm --quick, bench_row_skip, bench_gemm), median of repeats.
+#
+#   benchmarks/compare_baseline.sh BASE_SRC NEW_BUILD OUT [ROUNDS]
+# BASE_SRC: the baseline sources (built into BASE_SRC/build-cmp); NEW_BUILD: this tree's build
+# directory (built with benchmarks). Writes OUT/compare_{graph,kernels}.jsonl and, through
+# benchmarks/compare_baseline.py, OUT/compare.md and OUT/compare.png.
+# env: CONFIGS (N:L list, default "1024:120 4096:120 1024:480"), JOBS (default 16),
+#      KERNELS=0 skips the kernel benchmarks.
+set -uo pipefail
+BASE=${1:?usage: compare_baseline.sh BASE_SRC NEW_BUILD OUT [ROUNDS]}
+NEW=${2:?usage}
+OUT=${3:?usage}
+ROUNDS=${4:-3}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$OUT"
+BB=$BASE/build-cmp
+if [ ! -x "$BB/examples/graph_challenge/graph_challenge" ]; then
+  cmake -S "$BASE" -B "$BB" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSDNN_BUILD_TESTS=OFF \
+    -DSDNN_HEADER_CHECK=OFF > "$OUT/base_configure.log" 2>&1 || { tail -20 "$OUT/base_configure.log"; exit 1; }
+  cmake --build "$BB" -j"${JOBS:-16}" --target graph_challenge bench_spmm bench_row_skip bench_gemm \
+    > "$OUT/base_build.log" 2>&1 || { grep -E "error" "$OUT/base_build.log" | head -20; exit 1; }
+fi
+G=$OUT/compare_graph.jsonl
+K=$OUT/compare_kernels.jsonl
+: > "$G"
+: > "$K"
+for r in $(seq 1 "$ROUNDS"); do
+  for cfg in ${CONFIGS:-1024:120 4096:120 1024:480}; do
+    n=${cfg%%:*}
+    l=${cfg##*:}
+    for side in base new; do
+      if [ $side = base ]; then exe=$BB/examples/graph_challenge/graph_challenge; else exe=$NEW/examples/graph_challenge/graph_challenge; fi
+      line=$("$exe" bench --neurons "$n" --layers "$l" --reps 3 2>/dev/null | grep '^{"family"')
+      echo "${line%\}},\"side\":\"$side\",\"round\":$r}" >> "$G"
+    done
+  done
+done
+if [ "${KERNELS:-1}" = 1 ]; then
+  for side in base new; do
+    if [ $side = base ]; then B=$BB; else B=$NEW; fi
+    for fam in spmm row_skip gemm; do
+      args=""
+      [ $fam = spmm ] && args="--quick"
+      [ $fam = gemm ] && args="--quick"
+      tmp=$OUT/k_${side}_$fam.jsonl
+      rm -f "$tmp"
+      SDNN_BENCH_JSON=$tmp "$B/benchmarks/bench_$fam" $args > "$OUT/k_${side}_$fam.log" 2>&1
+      sed "s/}\$/,\"side\":\"$side\"}/" "$tmp" >> "$K"
+    done
+  done
+fi
+python3 "$here/compare_baseline.py" "$G" "$K" "$OUT/compare"
