@@ -36,6 +36,8 @@
 
 #include "sdnn/core/error.hpp"
 
+struct gzFile_s;  // zlib's stream type (gzFile is gzFile_s*), declared for builds without zlib
+
 namespace sdnn::io {
 
 // True when sdnn was built with zlib (gzip'd files can be read and written).
@@ -130,9 +132,8 @@ class byte_reader {
   }
   std::string path_;
   std::FILE* file_ = nullptr;
-#if defined(SDNN_HAS_ZLIB) && SDNN_HAS_ZLIB
-  gzFile gz_ = nullptr;
-#endif
+  gzFile_s* gz_ = nullptr;  // zlib's gzFile; a member in every build (null without zlib), so the
+                            // class has one layout whether or not a translation unit sees zlib
   bool gzipped_ = false;
 };
 
@@ -194,9 +195,8 @@ class byte_writer {
  private:
   std::string path_;
   std::FILE* file_ = nullptr;
-#if defined(SDNN_HAS_ZLIB) && SDNN_HAS_ZLIB
-  gzFile gz_ = nullptr;
-#endif
+  gzFile_s* gz_ = nullptr;  // zlib's gzFile; a member in every build (null without zlib), so the
+                            // class has one layout whether or not a translation unit sees zlib
 };
 
 class line_reader {
