@@ -34,6 +34,7 @@
 #include "sdnn/kernels/challenge.cuh"
 #include "sdnn/kernels/spmm_dense_csc.cuh"
 #include "sdnn/ops/dense_sparse.hpp"
+#include "sdnn/ops/rows.cuh"
 #include "sdnn/vendor/cusparse_challenge.cuh"
 
 namespace sdnn::ops {
@@ -141,7 +142,7 @@ class dense_sparse_plan {
       if (!epi.zero_preserving()) return run_inner(exec, a, c, epi, listed_rows{nullptr, nullptr, rows}, nullptr, ws);
       auto s = scratch(ws, a.rows);
       kernels::dense_nonzero_rows(a, s.flags, exec);
-      select(s, nullptr, s.flags, s.list, s.count, rows, exec);
+      select_flagged(s.cub, cub_bytes_, nullptr, s.flags, s.list, s.count, rows, exec);
       SDNN_CUDA_CHECK(cudaMemset2DAsync(c.data, c.ld * sizeof(T), 0, c.cols * sizeof(T), c.rows, exec.stream));
       run_inner(exec, a, c, epi, listed_rows{s.list, s.count, rows}, nullptr, ws);
     } else {
@@ -196,16 +197,7 @@ class dense_sparse_plan {
                  " must be in [0, 2^31)");
     if (max_rows <= max_rows_) return;
     max_rows_ = max_rows;
-    if constexpr (skip) {
-      std::size_t a = 0, b = 0;
-      SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, a, static_cast<std::int32_t const*>(nullptr),
-                                                 static_cast<int const*>(nullptr), static_cast<std::int32_t*>(nullptr),
-                                                 static_cast<std::int32_t*>(nullptr), max_rows_, exec.stream));
-      SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, b, thrust::counting_iterator<std::int32_t>(0),
-                                                 static_cast<int const*>(nullptr), static_cast<std::int32_t*>(nullptr),
-                                                 static_cast<std::int32_t*>(nullptr), max_rows_, exec.stream));
-      cub_bytes_ = std::max(a, b);
-    }
+    if constexpr (skip) cub_bytes_ = select_flagged_bytes(static_cast<std::int32_t>(max_rows_), exec);
     if (own_workspace_ && workspace_bytes() > own_.size())
       own_ = buffer<unsigned char, device_space>(workspace_bytes(), exec);
   }
@@ -255,16 +247,6 @@ class dense_sparse_plan {
     }
     return s;
   }
-  void select(scratch_t const& s, std::int32_t const* in, int const* flags, std::int32_t* out, std::int32_t* count,
-              std::int32_t items, cuda_exec exec) const {
-    std::size_t bytes = cub_bytes_;
-    if (in)
-      SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(s.cub, bytes, in, flags, out, count, items, exec.stream));
-    else
-      SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(s.cub, bytes, thrust::counting_iterator<std::int32_t>(0), flags, out,
-                                                 count, items, exec.stream));
-  }
-
   void check(dense_view<T const> a, dense_view<T> c) const {
     SDNN_EXPECTS_DIMS(a.cols == k_ && c.rows == a.rows && c.cols == n_, "dense_sparse_plan(", policy::name<Policy>(),
                       "): A ", a.rows, " x ", a.cols, ", W ", k_, " x ", n_, ", C ", c.rows, " x ", c.cols);

@@ -52,20 +52,35 @@ void copy_listed_rows(dense_view<T const> in, std::int32_t const* list, std::int
 }
 
 // out[0 .. *count) = the entries in[i] (in == nullptr: i itself) with flags[i] != 0, i < items,
-// in order; *count on the device. The plan protocol of core/plan.hpp: made for up to
-// max_items, run() const, the CUB temporary storage owned by the plan.
+// in order; *count on the device (cub::DeviceSelect::Flagged).
+//   select_flagged_bytes(max_items): the temporary storage it needs for up to max_items;
+//   select_flagged(temp, bytes, ...): enqueues it on exec.stream with that storage.
+inline std::size_t select_flagged_bytes(std::int32_t max_items, cuda_exec exec) {
+  std::size_t a = 0, b = 0;
+  SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, a, static_cast<std::int32_t const*>(nullptr),
+                                             static_cast<int const*>(nullptr), static_cast<std::int32_t*>(nullptr),
+                                             static_cast<std::int32_t*>(nullptr), max_items, exec.stream));
+  SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, b, thrust::counting_iterator<std::int32_t>(0),
+                                             static_cast<int const*>(nullptr), static_cast<std::int32_t*>(nullptr),
+                                             static_cast<std::int32_t*>(nullptr), max_items, exec.stream));
+  return std::max<std::size_t>(std::max(a, b), 1);
+}
+inline void select_flagged(void* temp, std::size_t bytes, std::int32_t const* in, int const* flags, std::int32_t* out,
+                           std::int32_t* count, std::int32_t items, cuda_exec exec) {
+  if (in)
+    SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(temp, bytes, in, flags, out, count, items, exec.stream));
+  else
+    SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(temp, bytes, thrust::counting_iterator<std::int32_t>(0), flags, out,
+                                               count, items, exec.stream));
+}
+
+// select_flagged as a plan (core/plan.hpp): made for up to max_items, run() const, the
+// temporary storage owned by the plan.
 class row_compaction {
  public:
   row_compaction(std::int32_t max_items, cuda_exec exec) : max_items_(max_items), runs_(exec) {
     SDNN_EXPECTS(max_items >= 0, "row_compaction: max_items must be >= 0, got ", max_items);
-    std::size_t a = 0, b = 0;
-    SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, a, static_cast<std::int32_t const*>(nullptr),
-                                               static_cast<int const*>(nullptr), static_cast<std::int32_t*>(nullptr),
-                                               static_cast<std::int32_t*>(nullptr), max_items, exec.stream));
-    SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, b, thrust::counting_iterator<std::int32_t>(0),
-                                               static_cast<int const*>(nullptr), static_cast<std::int32_t*>(nullptr),
-                                               static_cast<std::int32_t*>(nullptr), max_items, exec.stream));
-    temp_ = buffer<unsigned char, device_space>(std::max<std::size_t>(std::max(a, b), 1), exec);
+    temp_ = buffer<unsigned char, device_space>(select_flagged_bytes(max_items, exec), exec);
   }
   std::size_t workspace_bytes() const noexcept { return temp_.size(); }
   void run(cuda_exec exec, std::int32_t const* in, int const* flags, std::int32_t* out, std::int32_t* count,
@@ -73,13 +88,7 @@ class row_compaction {
     SDNN_EXPECTS(items >= 0 && items <= max_items_, "row_compaction: made for ", max_items_, " items, asked for ",
                  items);
     runs_.note(exec);
-    std::size_t bytes = temp_.size();
-    void* t = const_cast<unsigned char*>(temp_.data());
-    if (in)
-      SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(t, bytes, in, flags, out, count, items, exec.stream));
-    else
-      SDNN_CUDA_CHECK(cub::DeviceSelect::Flagged(t, bytes, thrust::counting_iterator<std::int32_t>(0), flags, out,
-                                                 count, items, exec.stream));
+    select_flagged(const_cast<unsigned char*>(temp_.data()), temp_.size(), in, flags, out, count, items, exec);
   }
 
  private:
