@@ -47,7 +47,8 @@ struct skip_empty_rows_compact {
 };
 
 // Chooses among the compiled policies at plan time from matrix statistics
-// (policies/automatic.hpp); the choice is kept for the plan's lifetime.
+// (policies/automatic.hpp), with the tuning table of the GPU the plan runs on
+// (policies/tuning.hpp); the choice is kept for the plan's lifetime.
 struct automatic {};
 
 }  // namespace sdnn::policy
