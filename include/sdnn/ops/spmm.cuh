@@ -453,6 +453,14 @@ struct spmm_impl<cuda_exec, Policy> {
     tiled_spmm_plan<Policy, T> p(a, b, c, e);
     p.run(b, c, epi, e);
   }
+  // W with another index type: refused at compile time (dense_sparse_plan transposes W as
+  // a 32-bit CSR; tests/cuda/test_spmm_indices.cu says so).
+  template <class T, class Index, class Acc>
+  static void run_dense_sparse(cuda_exec, dense_view<T const>, csr_view<T, Index>, dense_view<T>,
+                               basic_epilogue<Acc> const&) {
+    static_assert(std::is_same_v<Index, std::int32_t>,
+                  "ops::spmm_dense_sparse on cuda_exec: W must have 32-bit indices (csr_view<T, std::int32_t>)");
+  }
   template <class T, class Acc>
   static void run_dense_sparse(cuda_exec e, dense_view<T const> a, csr_view<T, std::int32_t> w, dense_view<T> c,
                                basic_epilogue<Acc> const& epi) {
