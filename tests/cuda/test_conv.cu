@@ -507,3 +507,149 @@ TEST_CASE("sparse_conv2d matches cudnn_conv2d on the same pruned weights", "[cud
   }
 }
 #endif
+
+// ---------------------------------------------------------------------------------------
+// The real kernel where tests/host/test_conv.cpp used to run host copies of it
+// (emulate_tiled, emulate_kernel): the same shapes, seeds and configs, now launched.
+// What the host copies also asserted and a launch cannot see: "no window index outside
+// [0, cc*sh*sw*NB)" is what compute-sanitizer (memcheck on shared memory) checks on the GPU
+// machine; "a block stages geometry_of(s, c).stagings windows" has no observable on the
+// device without a counter in direct_sparse_conv.cuh, so the formula stays checked on the
+// host ("tuning candidates: both chunk orders ..."), and here every multi-chunk,
+// multi-pass config (the one whose chunk order alternates) must give the exact result.
+namespace {
+// Runs every config on (w, in) and requires the exact reference; returns how many of the
+// configs had several chunks and several passes (alternating chunk order).
+std::size_t require_every_config(sparse_conv_weights<float> const& w, int N, std::vector<float> const& in,
+                                 std::vector<float> const& bias, bool relu, std::vector<double> const& ref,
+                                 std::vector<direct_conv_config> const& cfgs) {
+  std::size_t alternating = 0;
+  for (auto const& c : cfgs) {
+    auto const g = geometry_of(w.shape, c);
+    alternating += c.sums_in_registers && g.nchunks > 1 && g.passes > 1;
+    auto const y = run_direct<float, float>(w, N, in, bias, relu, c);
+    REQUIRE(y.size() == ref.size());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) bad += double(y[i]) != ref[i];
+    INFO("C=" << w.shape.C << " H=" << w.shape.H << " W=" << w.shape.W << " K=" << w.shape.K << " variant " << c.variant
+              << " tw " << c.tw << " th " << c.th << " cc " << c.cc << " kw " << c.kw << " ksplit " << c.ksplit
+              << " sums_in_registers " << c.sums_in_registers << " chunks " << g.nchunks << " passes " << g.passes
+              << " bias " << !bias.empty() << " relu " << relu);
+    REQUIRE(bad == 0);
+  }
+  return alternating;
+}
+}  // namespace
+
+// Was the host test "sparse format, dense reference and the kernel's tiled algorithm agree
+// on random shapes" (emulate_tiled): the host part (sparse reference == dense reference)
+// stays there; the kernel's tiled algorithm is now the kernel, with the block shapes the
+// emulation used (sub-batch / k-group / pixels are the compiled variants) in both chunk
+// modes, against the plain sparse reference (no bias, no ReLU) and with bias + ReLU.
+TEST_CASE("direct_sparse_conv == sparse reference on the random shapes of the host format test",
+          "[cuda][conv][tiled]") {
+  SDNN_REQUIRE_DEVICE();
+  struct cs {
+    conv_shape s;
+    int N;
+    double sparsity;
+  };
+  std::vector<cs> cases = {
+      {conv_shape::conv2d(3, 7, 9, 5, 3, 3, 1, 1), 3, 0.6},
+      {conv_shape::conv2d(4, 9, 11, 3, 3, 3, 2, 1), 5, 0.9},
+      {conv_shape::conv2d(5, 11, 8, 4, 3, 3, 1, 2, 2), 2, 0.5},
+      {conv_shape::conv2d(1, 6, 6, 1, 5, 5, 1, 2), 3, 0.0},
+      {conv_shape::conv2d(6, 5, 7, 9, 1, 1), 4, 0.8},
+      {conv_shape::conv2d(2, 13, 5, 3, 1, 1, 2, 0), 1, 0.3},
+      {conv_shape::conv1d(5, 37, 6, 2), 5, 0.7},
+      {conv_shape::conv1d(4, 29, 3, 3, 1, 1, 2), 3, 0.5},
+      {conv_shape::conv2d(3, 4, 4, 2, 3, 3, 1, 1), 2, 1.0},
+  };
+  std::uint32_t seed = 100;  // the host test's seeds
+  for (auto const& c : cases) {
+    auto const in = small_ints(static_cast<std::size_t>(c.N * c.s.in_features()), -3, 3, seed++);
+    auto const wd = small_ints(static_cast<std::size_t>(c.s.weight_count()), -4, 4, seed++);
+    std::vector<float> bias(static_cast<std::size_t>(c.s.K));
+    for (int k = 0; k < c.s.K; ++k) bias[static_cast<std::size_t>(k)] = float(k % 3) - 1.0f;
+    auto const p = prune_uniform(wd.data(), c.s.K, c.s.filter_size(), c.sparsity);
+    auto const w = make_conv_weights<float>(c.s, p);
+    auto const plain = conv_reference(w, c.N, in.data());
+    auto const with_bias = conv_reference(c.s, c.N, in.data(), p.pruned.data(), bias.data(), true);
+    bool const is1d = c.s.H == 1;
+    struct shape {
+      int tw, th, cc;
+    };
+    std::vector<shape> const shapes = is1d ? std::vector<shape>{{8, 1, 2}, {32, 1, 3}, {16, 1, 64}}
+                                           : std::vector<shape>{{4, 2, 2}, {3, 4, 3}, {8, 8, 64}};
+    std::vector<direct_conv_config> cfgs;
+    for (int v = 0; v < sdnn::conv::detail::direct_conv_variant_count; ++v)
+      for (auto const& sh : shapes)
+        for (int regs : {1, 0}) {
+          direct_conv_config x;
+          x.variant = v;
+          x.rows_mode = is1d ? 0 : 1;
+          x.tw = sh.tw;
+          x.th = sh.th;
+          x.cc = sh.cc;
+          x.sums_in_registers = regs;
+          cfgs.push_back(x);
+        }
+    require_every_config(w, c.N, in, {}, false, plain, cfgs);
+    require_every_config(w, c.N, in, bias, true, with_bias, cfgs);
+  }
+}
+
+// Was the host test "the device kernel's loops (host port) == reference on every tuning
+// candidate, both chunk orders" (emulate_kernel): the same cases, seeds and candidates
+// (the tuning candidates, small-window candidates with many chunks, and forced odd block
+// shapes in both ways sums cross chunks), launched.
+TEST_CASE("direct_sparse_conv == reference on every tuning candidate, both chunk orders", "[cuda][conv][tiled][plan]") {
+  SDNN_REQUIRE_DEVICE();
+  struct cs {
+    conv_shape s;
+    int N;
+    double sparsity;
+  };
+  std::vector<cs> cases = {
+      {conv_shape::conv2d(3, 17, 19, 9, 3, 3, 1, 1), 5, 0.9},   {conv_shape::conv2d(8, 33, 35, 16, 3, 3, 2, 1), 3, 0.8},
+      {conv_shape::conv2d(5, 21, 18, 4, 3, 3, 1, 2, 2), 7, 0.5}, {conv_shape::conv2d(1, 40, 37, 5, 5, 5, 1, 2), 2, 0.6},
+      {conv_shape::conv2d(7, 9, 11, 1, 3, 3, 1, 1), 9, 0.7},     {conv_shape::conv2d(24, 14, 14, 12, 1, 1), 6, 0.875},
+      {conv_shape::conv2d(16, 15, 13, 10, 1, 1, 2, 0), 3, 0.5},  {conv_shape::conv2d(4, 8, 8, 6, 3, 3, 1, 1), 4, 1.0},
+      {conv_shape::conv1d(12, 77, 10, 2), 5, 0.8},               {conv_shape::conv1d(6, 50, 4, 3, 2, 0, 2), 11, 0.5},
+      {conv_shape::conv2d(64, 18, 18, 24, 3, 3, 1, 1), 2, 0.9},  // several chunks at fp32 window budgets
+      {conv_shape::conv2d(40, 9, 10, 70, 3, 3, 1, 1), 3, 0.8},   // several chunks and several passes
+  };
+  std::uint32_t seed = 900;  // the host test's seeds
+  std::size_t alternating = 0;
+  for (auto const& c : cases) {
+    auto const in = small_ints(static_cast<std::size_t>(c.N * c.s.in_features()), -3, 3, seed++);
+    auto const wd = small_ints(static_cast<std::size_t>(c.s.weight_count()), -3, 3, seed++);
+    auto const bias = small_ints(static_cast<std::size_t>(c.s.K), -2, 2, seed++);
+    auto const p = prune_uniform(wd.data(), c.s.K, c.s.filter_size(), c.sparsity);
+    auto const w = make_conv_weights<float>(c.s, p);
+    auto const ref = conv_reference(c.s, c.N, in.data(), p.pruned.data(), bias.data(), true);
+    auto cands = direct_conv_candidates(c.s, 4, c.N);
+    auto const more = direct_conv_candidates(c.s, 2, 128, 8 * 1024);  // small windows: many chunks
+    cands.insert(cands.end(), more.begin(), more.end());
+    for (int v = 0; v < sdnn::conv::detail::direct_conv_variant_count; ++v)
+      for (int regs : {0, 1}) {
+        direct_conv_config x;
+        x.variant = v;
+        x.rows_mode = c.s.OH() > 1;
+        x.tw = x.rows_mode ? 5 : 40;
+        x.th = x.rows_mode ? 3 : 1;
+        x.cc = 3;
+        x.kw = 3;
+        x.ksplit = 2;
+        x.sums_in_registers = regs;
+        cands.push_back(x);
+        if (!regs) continue;
+        x.kw = 1;  // one slot: a pass per k-group
+        x.ksplit = 1;
+        x.cc = 2;
+        cands.push_back(x);
+      }
+    alternating += require_every_config(w, c.N, in, bias, true, ref, cands);
+  }
+  REQUIRE(alternating > 0);  // the alternating chunk order did run
+}

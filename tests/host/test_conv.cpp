@@ -1,9 +1,9 @@
 // Direct sparse convolution, host side: uniform-nnz magnitude pruning, the padded-offset
-// weight format, the tile re-addressing the device kernel uses (emulated here with the
-// kernel's exact index arithmetic), and the host reference convolution.
+// weight format, the tuning candidates' geometry, and the host reference convolution.
+// The device kernel and the device pruning are tested as themselves (launched) in
+// tests/cuda/test_conv.cu, not through host copies.
 // All data are small integers, so every float comparison is exact (==).
 #include "sdnn_catch.hpp"
-#include "sdnn_conv_fixtures.hpp"
 
 #include <sdnn/conv/conv_shape.hpp>
 #include <sdnn/conv/conv_weights.hpp>
@@ -135,95 +135,6 @@ TEST_CASE("prune_uniform: all-zero and dense channels, padding next to kept entr
   REQUIRE(q.padding == 5);
 }
 
-namespace {
-using sdnn_test::tie_heavy;  // tests/common/sdnn_conv_fixtures.hpp
-
-// The device pruning algorithm of pruning.cuh, step by step on the host with the same
-// helpers (magnitude_key, keep_target, finish_report, pad_order_key): a stable sort by
-// (segment, magnitude key) as cub::DeviceRadixSort does, rank selection, and the padding
-// kernel's prev / next scans and binary search for the threshold key.
-pruning_result device_algorithm_on_host(std::vector<float> const& w, std::int64_t K, std::int64_t F, double sparsity,
-                                        prune_rule rule, std::int64_t uniform_nnz) {
-  detail::check_prune_args(K, F, sparsity, rule, uniform_nnz);
-  std::int64_t const KF = K * F;
-  bool const per_channel = rule == prune_rule::per_channel;
-  std::vector<std::uint64_t> key(static_cast<std::size_t>(KF));
-  for (std::int64_t g = 0; g < KF; ++g)
-    key[static_cast<std::size_t>(g)] =
-        (std::uint64_t(per_channel ? g / F : 0) << 32) | detail::magnitude_key(w[static_cast<std::size_t>(g)]);
-  std::vector<std::int64_t> order(static_cast<std::size_t>(KF));
-  std::iota(order.begin(), order.end(), std::int64_t(0));
-  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
-    return key[static_cast<std::size_t>(a)] < key[static_cast<std::size_t>(b)];
-  });
-  std::int64_t const target = detail::keep_target(rule, sparsity, K, F);
-  std::vector<char> kept(static_cast<std::size_t>(KF), 0);
-  for (std::int64_t p = 0; p < KF; ++p) {
-    std::int64_t const g = order[static_cast<std::size_t>(p)], rank = per_channel ? p % F : p;
-    kept[static_cast<std::size_t>(g)] = rank < target && std::uint32_t(key[static_cast<std::size_t>(g)]) != 0xFFFFFFFFu;
-  }
-  pruning_result r;
-  r.K = K;
-  r.filter_size = F;
-  r.target_sparsity = sparsity;
-  r.pruned.assign(static_cast<std::size_t>(KF), 0.0f);
-  r.kept_per_channel.assign(static_cast<std::size_t>(K), 0);
-  for (std::int64_t g = 0; g < KF; ++g)
-    if (kept[static_cast<std::size_t>(g)]) {
-      r.pruned[static_cast<std::size_t>(g)] = w[static_cast<std::size_t>(g)];
-      ++r.kept_per_channel[static_cast<std::size_t>(g / F)];
-    }
-  detail::finish_report(r, rule, uniform_nnz);
-  std::int64_t const nnz = r.nnz_per_channel;
-  for (std::int64_t k = 0; k < K; ++k) {
-    char const* kf = kept.data() + k * F;
-    std::int64_t const need = nnz - r.kept_per_channel[static_cast<std::size_t>(k)];
-    std::vector<std::int64_t> pk(static_cast<std::size_t>(F), -1);
-    if (need > 0) {
-      std::int64_t prev = -1;
-      for (std::int64_t j = 0; j < F; ++j) {
-        if (kf[j]) prev = j;
-        pk[static_cast<std::size_t>(j)] = prev;
-      }
-      std::int64_t next = F;
-      for (std::int64_t j = F - 1; j >= 0; --j) {
-        if (kf[j]) next = j;
-        pk[static_cast<std::size_t>(j)] = kf[j] ? -1 : detail::pad_order_key(j, pk[static_cast<std::size_t>(j)], next, F);
-      }
-    }
-    std::int64_t lo = -1, hi = 2 * F * F + 2 * F;
-    if (need <= 0) hi = -1;
-    while (hi - lo > 1) {
-      std::int64_t const mid = lo + (hi - lo) / 2, c = std::count_if(pk.begin(), pk.end(), [&](std::int64_t x) {
-        return x >= 0 && x <= mid;
-      });
-      (c >= need ? hi : lo) = mid;
-    }
-    for (std::int64_t j = 0; j < F; ++j)
-      if (kf[j] || (pk[static_cast<std::size_t>(j)] >= 0 && pk[static_cast<std::size_t>(j)] <= hi))
-        r.index.push_back(static_cast<std::int32_t>(j));
-  }
-  return r;
-}
-
-// Every field equal; pruned compared bit for bit (no -0 for +0).
-void require_same_pruning(pruning_result const& a, pruning_result const& b) {
-  REQUIRE(a.K == b.K);
-  REQUIRE(a.filter_size == b.filter_size);
-  REQUIRE(a.nnz_per_channel == b.nnz_per_channel);
-  REQUIRE(a.kept_per_channel == b.kept_per_channel);
-  REQUIRE(a.kept == b.kept);
-  REQUIRE(a.padding == b.padding);
-  REQUIRE(a.target_sparsity == b.target_sparsity);
-  REQUIRE(a.achieved_sparsity == b.achieved_sparsity);
-  REQUIRE(a.stored_density == b.stored_density);
-  REQUIRE(a.padding_overhead == b.padding_overhead);
-  REQUIRE(a.index == b.index);
-  REQUIRE(a.pruned.size() == b.pruned.size());
-  REQUIRE(std::memcmp(a.pruned.data(), b.pruned.data(), a.pruned.size() * sizeof(float)) == 0);
-}
-}  // namespace
-
 TEST_CASE("pad_order_key orders the non-kept indices exactly as pad_channel adds them", "[conv][prune]") {
   auto check = [](std::int64_t F, std::vector<std::int32_t> const& kept) {
     std::vector<char> is_kept(static_cast<std::size_t>(F), 0);
@@ -267,30 +178,6 @@ TEST_CASE("pad_order_key orders the non-kept indices exactly as pad_channel adds
       if (std::uniform_real_distribution<double>(0.0, 1.0)(g) < density) kept.push_back(i);
     check(F, kept);
   }
-}
-
-TEST_CASE("the device pruning algorithm (host port of pruning.cuh) == prune_uniform on tie-heavy tensors",
-          "[conv][prune]") {
-  struct kf {
-    std::int64_t K, F;
-  };
-  std::uint32_t seed = 31;
-  for (auto const [K, F] : {kf{1, 1}, kf{1, 9}, kf{6, 1}, kf{7, 45}, kf{16, 576}, kf{3, 1000}, kf{40, 27}})
-    for (double s : {0.0, 0.3, 0.5, 0.9, 0.95, 1.0})
-      for (auto rule : {prune_rule::global, prune_rule::per_channel}) {
-        auto const w = tie_heavy(K, F, seed++);
-        auto const host = prune_uniform(w.data(), K, F, s, rule);
-        INFO("K=" << K << " F=" << F << " sparsity " << s << " rule " << int(rule));
-        check_pruning_invariants(host, w);
-        require_same_pruning(device_algorithm_on_host(w, K, F, s, rule, -1), host);
-        if (rule == prune_rule::global)
-          for (std::int64_t u : {host.nnz_per_channel, (host.nnz_per_channel + F + 1) / 2, F}) {
-            INFO("uniform_nnz " << u);
-            auto const hu = prune_uniform(w.data(), K, F, s, rule, u);
-            check_pruning_invariants(hu, w);
-            require_same_pruning(device_algorithm_on_host(w, K, F, s, rule, u), hu);
-          }
-      }
 }
 
 TEST_CASE("prune_uniform rejects NaN weights and uniform_nnz outside [-1, F]", "[conv][prune]") {
@@ -358,69 +245,10 @@ TEST_CASE("conv_reference on a hand-computed case", "[conv][reference]") {
   REQUIRE(conv_reference(s1, 1, x.data(), k2.data()) == std::vector<double>{5, 8, 11, 14});
 }
 
-namespace {
-// The device kernel's algorithm on the host, with its exact index arithmetic: staging of
-// the [cc][sh][sw][NB] window and the tile offsets of make_tiled_entries.
-std::vector<double> emulate_tiled(sparse_conv_weights<float> const& w, int N, std::vector<float> const& in, int NB,
-                                  int KG, int P, int tw, int th, int rows_mode, int cc_req) {
-  conv_shape const& s = w.shape;
-  int const OH = s.OH(), OW = s.OW();
-  int const toh = rows_mode ? th * P : th, tow = rows_mode ? tw : tw * P;
-  int const sh = (toh - 1) * s.stride_h + (s.R - 1) * s.dil_h + 1, sw = (tow - 1) * s.stride_w + (s.S - 1) * s.dil_w + 1;
-  int const cc = std::min(cc_req, s.C);
-  auto const t = make_tiled_entries(w, cc, sh, sw);
-  std::vector<double> out(static_cast<std::size_t>(N) * s.out_features(), -12345.0);
-  std::vector<float> win(static_cast<std::size_t>(cc) * sh * sw * NB);
-  for (int n0 = 0; n0 < N; n0 += NB)
-    for (int oy0 = 0; oy0 < OH; oy0 += toh)
-      for (int ox0 = 0; ox0 < OW; ox0 += tow)
-        for (int k0 = 0; k0 < s.K; k0 += KG) {
-          int const iy0 = oy0 * s.stride_h - s.pad_h, ix0 = ox0 * s.stride_w - s.pad_w;
-          std::vector<double> acc(static_cast<std::size_t>(tw * th * KG * P * NB), 0.0);
-          for (int j = 0; j < t.nchunks; ++j) {
-            for (int img = 0; img < NB; ++img)
-              for (int c = 0; c < cc; ++c)
-                for (int r = 0; r < sh; ++r)
-                  for (int col = 0; col < sw; ++col) {
-                    int const n = n0 + img, cg = j * cc + c, gy = iy0 + r, gx = ix0 + col;
-                    bool const ok = n < N && cg < s.C && gy >= 0 && gy < s.H && gx >= 0 && gx < s.W;
-                    win[static_cast<std::size_t>(((c * sh + r) * sw + col) * NB + img)] =
-                        ok ? in[((std::size_t(n) * s.C + cg) * s.H + gy) * s.W + gx] : 0.0f;
-                  }
-            for (int tid = 0; tid < tw * th; ++tid) {
-              int const tx = tid % tw, ty = tid / tw;
-              for (int kk = 0; kk < KG && k0 + kk < s.K; ++kk)
-                for (int e = t.ptr[std::size_t(j) * s.K + k0 + kk]; e < t.ptr[std::size_t(j) * s.K + k0 + kk + 1]; ++e)
-                  for (int q = 0; q < P; ++q) {
-                    int const ly = rows_mode ? ty + q * th : ty, lx = rows_mode ? tx : tx + q * tw;
-                    int const pbase = (ly * s.stride_h * sw + lx * s.stride_w) * NB;
-                    int const idx = t.tile_offset[static_cast<std::size_t>(e)] * NB + pbase;
-                    REQUIRE(idx >= 0);
-                    REQUIRE(idx + NB <= static_cast<int>(win.size()));
-                    for (int b = 0; b < NB; ++b)
-                      acc[static_cast<std::size_t>(((tid * KG + kk) * P + q) * NB + b)] +=
-                          double(t.values[static_cast<std::size_t>(e)]) * win[static_cast<std::size_t>(idx + b)];
-                  }
-            }
-          }
-          for (int tid = 0; tid < tw * th; ++tid) {
-            int const tx = tid % tw, ty = tid / tw;
-            for (int kk = 0; kk < KG && k0 + kk < s.K; ++kk)
-              for (int q = 0; q < P; ++q) {
-                int const oy = oy0 + (rows_mode ? ty + q * th : ty), ox = ox0 + (rows_mode ? tx : tx + q * tw);
-                if (oy >= OH || ox >= OW) continue;
-                for (int b = 0; b < NB && n0 + b < N; ++b)
-                  out[((std::size_t(n0 + b) * s.K + k0 + kk) * OH + oy) * OW + ox] =
-                      acc[static_cast<std::size_t>(((tid * KG + kk) * P + q) * NB + b)];
-              }
-          }
-        }
-  return out;
-}
-}  // namespace
-
-TEST_CASE("sparse format, dense reference and the kernel's tiled algorithm agree on random shapes",
-          "[conv][reference][tiled]") {
+// The kernel's tiled algorithm on these shapes and seeds is tested on the device
+// (tests/cuda/test_conv.cu, "direct_sparse_conv == sparse reference on the random shapes of
+// the host format test"); here the host formats.
+TEST_CASE("sparse format and dense reference agree on random shapes", "[conv][reference]") {
   struct cs {
     conv_shape s;
     int N;
@@ -449,213 +277,15 @@ TEST_CASE("sparse format, dense reference and the kernel's tiled algorithm agree
     auto const dense = conv_reference(c.s, c.N, in.data(), p.pruned.data(), bias.data(), true);
     auto const sparse = conv_reference(cw, c.N, in.data(), bias.data(), true);
     REQUIRE(dense == sparse);
-    auto const plain = conv_reference(cw, c.N, in.data());
-    bool const is1d = c.s.H == 1;
-    struct cfg {
-      int NB, KG, P, tw, th, cc;
-    };
-    std::vector<cfg> cfgs = is1d ? std::vector<cfg>{{2, 8, 4, 8, 1, 2}, {4, 8, 2, 32, 1, 3}, {8, 8, 1, 16, 1, 64}}
-                                 : std::vector<cfg>{{2, 8, 4, 4, 2, 2}, {4, 8, 2, 3, 4, 3}, {8, 8, 1, 8, 8, 64}};
-    for (auto const& g : cfgs) {
-      auto const e = emulate_tiled(cw, c.N, in, g.NB, g.KG, g.P, g.tw, g.th, is1d ? 0 : 1, g.cc);
-      REQUIRE(e == plain);
-    }
+    // without bias / ReLU: the sparse reference is the dense one with zero bias
+    std::vector<float> const zero(static_cast<std::size_t>(c.s.K), 0.0f);
+    REQUIRE(conv_reference(cw, c.N, in.data()) == conv_reference(c.s, c.N, in.data(), p.pruned.data(), zero.data(), false));
   }
 }
 
-namespace {
-// Host port of direct_sparse_conv_kernel (direct_sparse_conv.cuh) for float: the same
-// block / warp / lane loops, the same float-reciprocal divmod, the window poisoned with
-// NaN at the start of every block so a read of an unstaged position shows, and both ways
-// sums cross channel chunks (config.sums_in_registers): partial sums through the output,
-// or the per-pass chunk loop whose odd passes walk the chunks backwards and reuse the
-// chunk left in the window (a wrong reuse reads the wrong channels and shows).
-void kdivmod(int n, int d, float inv, int& q, int& r) {
-  q = static_cast<int>(float(n) * inv);
-  r = n - q * d;
-  if (r >= d) { ++q; r -= d; }
-  else if (r < 0) { --q; r += d; }
-}
-struct emulated {
-  std::vector<double> out;
-  int max_stagings = 0;  // windows staged by one block, the most over the grid
-};
-emulated emulate_kernel(sparse_conv_weights<float> const& w, int N, std::vector<float> const& in,
-                        std::vector<float> const& bias, bool relu, direct_conv_config const& cfg) {
-  conv_shape const& s = w.shape;
-  auto const g = geometry_of(s, cfg);
-  auto const t = make_tiled_entries(w, g.cc, g.sh, g.sw);
-  int const NB = g.sub_batch, KG = g.k_group, P = g.pixels, K = s.K, OH = s.OH(), OW = s.OW();
-  std::vector<float> out(static_cast<std::size_t>(N) * s.out_features(), std::nanf(""));
-  int const tiles = g.tiles_x * g.tiles_y, groups = (N + NB - 1) / NB, splits = (K + g.kper - 1) / g.kper;
-  int const nthreads = g.threads, nwarps = nthreads / 32, npx = cfg.tw * cfg.th;
-  std::size_t const win_elems = std::size_t(g.cc) * g.sh * g.sw * NB;
-  float const inv_tiles_x = 1.0f / float(g.tiles_x);
-  std::size_t out_of_window = 0;  // window indices outside [0, cc*sh*sw*NB)
-  // as direct_sparse_conv computes them into direct_conv_params
-  int const COLS = 32 / NB, spr = (g.sw + COLS - 1) / COLS, nsegs = g.cc * g.sh * spr;
-  float const inv_spr = 1.0f / float(spr), inv_sh = 1.0f / float(g.sh);
-  int max_stagings = 0;
-  for (int bx = 0; bx < tiles; ++bx)
-    for (int by = 0; by < groups; ++by)
-      for (int bz = 0; bz < splits; ++bz) {
-        std::vector<float> win(win_elems, std::nanf(""));
-        int stagings = 0;
-        int tile_y, tile_x;
-        kdivmod(bx, g.tiles_x, inv_tiles_x, tile_y, tile_x);
-        int const n0 = by * NB, kbeg = bz * g.kper, kend = std::min(K, kbeg + g.kper);
-        int const oy0 = tile_y * g.toh, ox0 = tile_x * g.tow;
-        int const iy0 = oy0 * s.stride_h - s.pad_h, ix0 = ox0 * s.stride_w - s.pad_w;
-        auto stage = [&](int j) {
-          ++stagings;
-          for (int tid = 0; tid < nthreads; ++tid) {
-            int const lane = tid & 31, warp = tid >> 5, img = lane % NB, colo = lane / NB, n = n0 + img;
-            for (int s0 = warp; s0 < nsegs; s0 += 4 * nwarps)
-              for (int u = 0; u < 4; ++u) {
-                int const seg = s0 + u * nwarps;
-                if (seg >= nsegs) continue;
-                int row, cs, c, r;
-                kdivmod(seg, spr, inv_spr, row, cs);
-                kdivmod(row, g.sh, inv_sh, c, r);
-                int const col = cs * COLS + colo, cg = j * g.cc + c, gy = iy0 + r, gx = ix0 + col;
-                if (col >= g.sw) continue;
-                int const dst = ((c * g.sh + r) * g.sw + col) * NB + img;
-                if (dst < 0 || std::size_t(dst) >= win_elems) { ++out_of_window; continue; }
-                bool const ok = n < N && cg < s.C && gy >= 0 && gy < s.H && gx >= 0 && gx < s.W;
-                win[static_cast<std::size_t>(dst)] = ok ? in[(std::size_t(n) * s.C + cg) * s.H * s.W + std::size_t(gy) * s.W + gx] : 0.0f;
-              }
-          }
-        };
-        // acc[((ptid * KG + kk) * P + q) * NB + b] += chunk j of k-group kg, for one slot
-        auto accumulate = [&](int j, int kg, std::vector<float>& acc) {
-          for (int ptid = 0; ptid < npx; ++ptid) {
-            int const tx = ptid % cfg.tw, ty = ptid / cfg.tw;
-            for (int kk = 0; kk < KG && kg + kk < kend; ++kk)
-              for (int q = 0; q < P; ++q) {
-                int const ly = cfg.rows_mode ? ty + q * cfg.th : ty, lx = cfg.rows_mode ? tx : tx + q * cfg.tw;
-                int const pbase = (ly * s.stride_h * g.sw + lx * s.stride_w) * NB;
-                for (int i = t.ptr[std::size_t(j) * K + kg + kk]; i < t.ptr[std::size_t(j) * K + kg + kk + 1]; ++i) {
-                  int const idx = t.tile_offset[static_cast<std::size_t>(i)] * NB + pbase;
-                  if (idx < 0 || std::size_t(idx + NB) > win_elems) { ++out_of_window; continue; }
-                  for (int b = 0; b < NB; ++b) {
-                    float& a = acc[static_cast<std::size_t>(((ptid * KG + kk) * P + q) * NB + b)];
-                    a = std::fma(t.values[static_cast<std::size_t>(i)], win[static_cast<std::size_t>(idx + b)], a);
-                  }
-                }
-              }
-          }
-        };
-        auto store = [&](int kg, std::vector<float> const& acc, bool add_previous, bool last) {
-          for (int ptid = 0; ptid < npx; ++ptid) {
-            int const tx = ptid % cfg.tw, ty = ptid / cfg.tw;
-            for (int kk = 0; kk < KG && kg + kk < kend; ++kk)
-              for (int q = 0; q < P; ++q) {
-                int const ly = cfg.rows_mode ? ty + q * cfg.th : ty, lx = cfg.rows_mode ? tx : tx + q * cfg.tw;
-                int const oy = oy0 + ly, ox = ox0 + lx;
-                if (oy >= OH || ox >= OW || ly >= g.toh || lx >= g.tow) continue;
-                for (int b = 0; b < NB && n0 + b < N; ++b) {
-                  float& o = out[((std::size_t(n0 + b) * K + kg + kk) * OH + oy) * OW + ox];
-                  float v = acc[static_cast<std::size_t>(((ptid * KG + kk) * P + q) * NB + b)] + (add_previous ? o : 0.0f);
-                  if (last) {
-                    v += bias[static_cast<std::size_t>(kg + kk)];
-                    if (relu && v < 0) v = 0;
-                  }
-                  o = v;
-                }
-              }
-          }
-        };
-        std::size_t const acc_size = static_cast<std::size_t>(npx) * KG * P * NB;
-        if (cfg.sums_in_registers) {
-          int const npasses = ((kend - kbeg + KG - 1) / KG + cfg.kw - 1) / cfg.kw;
-          for (int pass = 0; pass < npasses; ++pass) {
-            std::vector<std::vector<float>> acc(static_cast<std::size_t>(cfg.kw), std::vector<float>(acc_size, 0.0f));
-            for (int jj = 0; jj < g.nchunks; ++jj) {
-              int const j = (pass & 1) ? g.nchunks - 1 - jj : jj;
-              if (pass == 0 || jj > 0) stage(j);
-              for (int kslot = 0; kslot < cfg.kw; ++kslot) {
-                int const kg = kbeg + (pass * cfg.kw + kslot) * KG;
-                if (kg < kend) accumulate(j, kg, acc[static_cast<std::size_t>(kslot)]);
-              }
-            }
-            for (int kslot = 0; kslot < cfg.kw; ++kslot) {
-              int const kg = kbeg + (pass * cfg.kw + kslot) * KG;
-              if (kg < kend) store(kg, acc[static_cast<std::size_t>(kslot)], false, true);
-            }
-          }
-        } else {
-          for (int j = 0; j < g.nchunks; ++j) {
-            stage(j);
-            for (int kslot = 0; kslot < cfg.kw; ++kslot)
-              for (int kg = kbeg + kslot * KG; kg < kend; kg += cfg.kw * KG) {
-                std::vector<float> acc(acc_size, 0.0f);
-                accumulate(j, kg, acc);
-                store(kg, acc, j > 0, j + 1 == g.nchunks);
-              }
-          }
-        }
-        max_stagings = std::max(max_stagings, stagings);
-      }
-  REQUIRE(out_of_window == 0);
-  return {std::vector<double>(out.begin(), out.end()), max_stagings};
-}
-}  // namespace
-
-TEST_CASE("the device kernel's loops (host port) == reference on every tuning candidate, both chunk orders",
-          "[conv][tiled][plan]") {
-  struct cs {
-    conv_shape s;
-    int N;
-    double sparsity;
-  };
-  std::vector<cs> cases = {
-      {conv_shape::conv2d(3, 17, 19, 9, 3, 3, 1, 1), 5, 0.9},   {conv_shape::conv2d(8, 33, 35, 16, 3, 3, 2, 1), 3, 0.8},
-      {conv_shape::conv2d(5, 21, 18, 4, 3, 3, 1, 2, 2), 7, 0.5}, {conv_shape::conv2d(1, 40, 37, 5, 5, 5, 1, 2), 2, 0.6},
-      {conv_shape::conv2d(7, 9, 11, 1, 3, 3, 1, 1), 9, 0.7},     {conv_shape::conv2d(24, 14, 14, 12, 1, 1), 6, 0.875},
-      {conv_shape::conv2d(16, 15, 13, 10, 1, 1, 2, 0), 3, 0.5},  {conv_shape::conv2d(4, 8, 8, 6, 3, 3, 1, 1), 4, 1.0},
-      {conv_shape::conv1d(12, 77, 10, 2), 5, 0.8},               {conv_shape::conv1d(6, 50, 4, 3, 2, 0, 2), 11, 0.5},
-      {conv_shape::conv2d(64, 18, 18, 24, 3, 3, 1, 1), 2, 0.9},  // several chunks at fp32 window budgets
-      {conv_shape::conv2d(40, 9, 10, 70, 3, 3, 1, 1), 3, 0.8},   // several chunks and several passes
-  };
-  std::uint32_t seed = 900;
-  for (auto const& c : cases) {
-    auto const in = small_ints(static_cast<std::size_t>(c.N * c.s.in_features()), -3, 3, seed++);
-    auto const wd = small_ints(static_cast<std::size_t>(c.s.weight_count()), -3, 3, seed++);
-    auto const bias = small_ints(static_cast<std::size_t>(c.s.K), -2, 2, seed++);
-    auto const p = prune_uniform(wd.data(), c.s.K, c.s.filter_size(), c.sparsity);
-    auto const w = make_conv_weights<float>(c.s, p);
-    auto const ref = conv_reference(c.s, c.N, in.data(), p.pruned.data(), bias.data(), true);
-    auto cands = direct_conv_candidates(c.s, 4, c.N);
-    auto const more = direct_conv_candidates(c.s, 2, 128, 8 * 1024);  // small windows: many chunks
-    cands.insert(cands.end(), more.begin(), more.end());
-    for (int v = 0; v < detail::direct_conv_variant_count; ++v)
-      for (int regs : {0, 1}) {
-        direct_conv_config x;
-        x.variant = v;
-        x.rows_mode = c.s.OH() > 1;
-        x.tw = x.rows_mode ? 5 : 40;
-        x.th = x.rows_mode ? 3 : 1;
-        x.cc = 3;
-        x.kw = 3;
-        x.ksplit = 2;
-        x.sums_in_registers = regs;
-        cands.push_back(x);
-        if (!regs) continue;
-        x.kw = 1;  // one slot: a pass per k-group
-        x.ksplit = 1;
-        x.cc = 2;
-        cands.push_back(x);
-      }
-    for (auto const& cf : cands) {
-      INFO("C=" << c.s.C << " K=" << c.s.K << " variant " << cf.variant << " tw " << cf.tw << " th " << cf.th << " cc "
-                << cf.cc << " kw " << cf.kw << " ksplit " << cf.ksplit << " sums_in_registers " << cf.sums_in_registers);
-      auto const e = emulate_kernel(w, c.N, in, bias, true, cf);
-      REQUIRE(e.out == ref);
-      REQUIRE(e.max_stagings == geometry_of(c.s, cf).stagings);
-    }
-  }
-}
-
+// The kernel on every tuning candidate, both chunk orders, is tested on the device
+// (tests/cuda/test_conv.cu, "direct_sparse_conv == reference on every tuning candidate,
+// both chunk orders"); the staging count the host port used to check is the formula below.
 TEST_CASE("tuning candidates: both chunk orders where there are several chunks, none that rounds __half per chunk",
           "[conv][plan]") {
   for (auto const& s : {conv_shape::conv2d(256, 56, 56, 256, 3, 3, 1, 1), conv_shape::conv2d(64, 224, 224, 64, 3, 3, 1, 1),

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include "sdnn/core/arch.hpp"
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/exec.hpp"
 
@@ -36,6 +37,22 @@ inline int sm_count() {
              "cudaDeviceGetAttribute", __FILE__, __LINE__);
   if (dev < 64) cache[dev] = n;
   return n;
+}
+
+// Compute capability of the current device (cached per device): the key of the tuning
+// tables (policies/tuning.hpp).
+inline arch current_arch() {
+  int dev = 0;
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice", __FILE__, __LINE__);
+  static arch cache[64] = {};
+  if (dev < 64 && cache[dev].major) return cache[dev];
+  arch a;
+  cuda_check(cudaDeviceGetAttribute(&a.major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute",
+             __FILE__, __LINE__);
+  cuda_check(cudaDeviceGetAttribute(&a.minor, cudaDevAttrComputeCapabilityMinor, dev), "cudaDeviceGetAttribute",
+             __FILE__, __LINE__);
+  if (dev < 64) cache[dev] = a;
+  return a;
 }
 }  // namespace sdnn::detail
 

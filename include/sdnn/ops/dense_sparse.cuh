@@ -341,4 +341,14 @@ void spmm_dense_sparse(cuda_exec exec, Policy, dense_view<TA> a, csr_view<T, std
   p.run(exec, dense_view<T const>{a.rows, a.cols, a.ld, a.data}, c, epi);
 }
 
+// W with another index type: refused at compile time (the plans transpose and tile W as a
+// 32-bit CSR; tests/cuda/test_spmm_indices.cu says so).
+template <class Policy, class TA, class T, class Index, class Acc = accumulator_t<T>,
+          class = std::enable_if_t<!std::is_same_v<Index, std::int32_t>>>
+void spmm_dense_sparse(cuda_exec, Policy, dense_view<TA>, csr_view<T, Index>, dense_view<T>,
+                       basic_epilogue<Acc> const& = {}) {
+  static_assert(std::is_same_v<Index, std::int32_t>,
+                "ops::spmm_dense_sparse on cuda_exec: W must have 32-bit indices (csr_view<T, std::int32_t>)");
+}
+
 }  // namespace sdnn::ops

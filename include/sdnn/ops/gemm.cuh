@@ -8,7 +8,8 @@
 //                                         the tiled kernel over live rows, epi(0) fill
 //   automatic                             counts + partition, reads the live count back
 //                                         (SYNCHRONISES exec.stream once), then
-//                                         policy::choose_gemm picks plain or compacted.
+//                                         policy::choose_gemm picks plain or compacted
+//                                         with the current device's tuning table.
 // The empty-row forms compute A's statistics on every call (A is an activation matrix
 // that changes per call); pass a prepared kernels::row_skip_plan to reuse them.
 #pragma once
@@ -97,12 +98,13 @@ struct gemm_impl<cuda_exec, policy::automatic> {
     kernels::row_skip_plan<std::int32_t> skip(a, e);
     std::int64_t const live = a.rows ? skip.num_live_host(e) : 0;
     double const empty = a.rows ? 1.0 - static_cast<double>(live) / static_cast<double>(a.rows) : 0.0;
-    if (policy::choose_gemm(empty) == policy::gemm_choice::tiled_skip_empty_compact) {
+    auto const t = policy::tuning_for(::sdnn::detail::current_arch());  // policies/tuning.hpp
+    if (policy::choose_gemm(empty, t) == policy::gemm_choice::tiled_skip_empty_compact) {
       // Few live rows leave SMs idle with 128 x 128 tiles (2 blocks per SM); 64 x 64 tiles
       // give 4x the blocks. bench_row_skip, H200, 4096^3: 50 % empty 2.15 vs 2.51 ms, 90 %
       // 0.79 vs 0.91 ms, 99 % 0.50 vs 0.57 ms; at 8192^3 (>= 4 tiles per SM) 128 x 128 wins.
       std::int64_t const tiles128 = ((live + 127) / 128) * ((b.cols + 127) / 128);
-      if (tiles128 < 4 * static_cast<std::int64_t>(::sdnn::detail::sm_count()))
+      if (tiles128 < t.gemm_small_tiles_below_per_sm * static_cast<std::int64_t>(::sdnn::detail::sm_count()))
         gemm_impl<cuda_exec, policy::skip_empty_rows_compact<small>>::run(e, a, b, c, epi, skip);
       else
         gemm_impl<cuda_exec, policy::skip_empty_rows_compact<large>>::run(e, a, b, c, epi, skip);

@@ -15,7 +15,8 @@
 //     automatic                              copies A's structure to the host
 //                                            (SYNCHRONISES exec.stream at plan time),
 //                                            computes matrix_stats, picks with
-//                                            policy::choose_spmm, builds that plan
+//                                            policy::choose_spmm and the tuning
+//                                            table of the current device, builds that plan
 //   coo_spmm_plan:   coo_nnz_split<E, U> (float carry, 2 rows of N per chunk), cusparse_spmm<Alg>
 //   ell_spmm_plan:   ell_row_split<U, W>
 //   tiled_spmm_plan: tiled_dense_spmm, cusparse_spmm<blocked_ell_alg1> (Blocked-ELL copy of A
@@ -195,8 +196,9 @@ struct tiled_runner_base {
 template <class T, class Index>
 class csr_spmm_plan<policy::automatic, T, Index> {
  public:
+  // t: the tuning table of the current device unless given (policies/tuning.hpp).
   csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec e,
-                policy::automatic_thresholds const& t = {}) {
+                policy::automatic_thresholds const& t = policy::tuning_for(::sdnn::detail::current_arch())) {
     csr_matrix<T, Index> h(a.rows, a.cols, a.nnz);
     SDNN_CUDA_CHECK(cudaMemcpyAsync(h.row_ptr().data(), a.row_ptr, sizeof(Index) * (static_cast<std::size_t>(a.rows) + 1),
                                     cudaMemcpyDeviceToHost, e.stream));

@@ -3,8 +3,9 @@
 // unit-tested without a GPU; ops with policy::automatic call them once per plan and keep
 // the choice. A user can always force a policy instead.
 //
-// Thresholds and the measurements behind them (benchmarks/results/kernels_*; see
-// benchmarks/bench_spmm.cu and bench_row_skip.cu):
+// The thresholds come from a tuning table per compute capability (policies/tuning.hpp;
+// tuning_for(arch)); the ops pass the table of the GPU the plan runs on. What they weigh
+// (measurements: benchmarks/results/kernels_*; benchmarks/bench_spmm.cu, bench_row_skip.cu):
 //  - empty rows: the compacted-row path pays a cub::DevicePartition pass plus one
 //    epilogue fill of the empty rows; for the dense GEMM it wins as soon as a sizeable
 //    fraction of rows is empty (work scales with the live rows); for CSR the row-split
@@ -20,7 +21,9 @@
 
 #include <cstdint>
 
+#include "sdnn/core/arch.hpp"
 #include "sdnn/formats/stats.hpp"
+#include "sdnn/policies/tuning.hpp"
 
 namespace sdnn::policy {
 
@@ -51,27 +54,31 @@ inline char const* choice_name(gemm_choice c) {
   return c == gemm_choice::tiled ? "tiled_gemm" : "skip_empty_rows_compact<tiled_gemm>";
 }
 
+// The thresholds choose_spmm / choose_gemm apply; the values of one tuning table
+// (policies/tuning.hpp, where each entry cites the GPU and benchmark that chose it).
+// A default-constructed automatic_thresholds holds the sm_90 table (the numbers sdnn
+// always used); plans take tuning_for(the arch of the GPU they run on) instead.
 struct automatic_thresholds {
   // CSR: compact the live rows when at least this fraction of rows is empty.
-  double csr_empty_row_fraction = 0.9;
+  double csr_empty_row_fraction = tuning_sm90::csr_empty_row_fraction;
   // CSR: nnz-balanced when max row length > skew_max_over_mean * mean and the
   // coefficient of variation of the row lengths exceeds skew_cv.
-  double skew_max_over_mean = 8.0;
-  double skew_cv = 1.0;
+  double skew_max_over_mean = tuning_sm90::skew_max_over_mean;
+  double skew_cv = tuning_sm90::skew_cv;
   // Tiled-dense when the occupied tiles are at least this full (nnz / stored elements)
   // and tiles were counted at the compiled 32 x 32 shape.
-  double tile_fill = 0.5;
+  double tile_fill = tuning_sm90::tile_fill;
   // CSR: B staged in shared memory by K-chunks when the live rows are at least this dense
-  // (nnz / (live rows * cols)). Disabled (> 1): on an H200 (bench_spmm, 2026-11-21) the
+  // (nnz / (live rows * cols)); > 1 disables it. On an H200 (bench_spmm, 2026-11-21) the
   // staged kernel ran 0.2-0.7x of the row-split one at every density from 50 to 99 %.
-  double staged_b_density = 2.0;
+  double staged_b_density = tuning_sm90::staged_b_density;
   // CSR: row-split with the (row groups, slabs) grid order (csr_row_split<1, 4, true>)
   // when A has at least this many rows and its live rows are at least this dense; else
   // csr_row_split<1, 4>. bench_spmm, H200, N = 1024, float (ms, slab-major -> row-major):
   // 4096^2 at 80/90/95/99 % sparsity 1.246/0.683/0.368/0.091 -> 0.945/0.498/0.315/0.084,
   // 8192^2 at 90/99 % 2.754/0.325 -> 1.861/0.299, 2048^2 at 90 % 0.164 -> 0.147; at
   // 1024^2 the slab-major order was equal or faster (0.056 vs 0.061 ms at 90 %).
-  std::int64_t rows_in_x_min_rows = 2048;
+  std::int64_t rows_in_x_min_rows = tuning_sm90::rows_in_x_min_rows;
   // CSR: panel order (csr_panels<16, 64, 1>) when A has at least this many rows and the
   // density of its live rows lies in [panels_density, panels_max_density]. bench_spmm, H200,
   // 2026-11-22, N = 1024, float, ms (panels vs csr_row_split<1,4,rows_in_x>; CSR_ALG3):
@@ -79,13 +86,40 @@ struct automatic_thresholds {
   // (ALG3 2.087/0.912/0.528/0.237/0.071); 8192^2 at 90/95/99 %: 1.627/1.040/0.559 vs
   // 1.869/1.273/0.297; 2048^2 at 80/90 %: 0.294/0.180 vs 0.254/0.146 (128 blocks: under
   // one wave of the 132 SMs x 2).
-  std::int64_t panels_min_rows = 4096;
-  double panels_density = 0.04;
-  double panels_max_density = 0.3;
-  double rows_in_x_density = 0.0;
+  std::int64_t panels_min_rows = tuning_sm90::panels_min_rows;
+  double panels_density = tuning_sm90::panels_density;
+  double panels_max_density = tuning_sm90::panels_max_density;
+  double rows_in_x_density = tuning_sm90::rows_in_x_density;
   // GEMM: compact when at least this fraction of A's rows is empty.
-  double gemm_empty_row_fraction = 0.25;
+  double gemm_empty_row_fraction = tuning_sm90::gemm_empty_row_fraction;
+  // GEMM, compacted: 64 x 64 tiles when the live rows give fewer than this many 128 x 128
+  // tiles per SM (ops/gemm.cuh, policy::automatic).
+  std::int64_t gemm_small_tiles_below_per_sm = tuning_sm90::gemm_small_tiles_below_per_sm;
 };
+
+// A tuning table (policies/tuning.hpp) as thresholds.
+template <class Table>
+constexpr automatic_thresholds thresholds_of() {
+  automatic_thresholds t;
+  t.csr_empty_row_fraction = Table::csr_empty_row_fraction;
+  t.skew_max_over_mean = Table::skew_max_over_mean;
+  t.skew_cv = Table::skew_cv;
+  t.tile_fill = Table::tile_fill;
+  t.staged_b_density = Table::staged_b_density;
+  t.rows_in_x_min_rows = Table::rows_in_x_min_rows;
+  t.panels_min_rows = Table::panels_min_rows;
+  t.panels_density = Table::panels_density;
+  t.panels_max_density = Table::panels_max_density;
+  t.rows_in_x_density = Table::rows_in_x_density;
+  t.gemm_empty_row_fraction = Table::gemm_empty_row_fraction;
+  t.gemm_small_tiles_below_per_sm = Table::gemm_small_tiles_below_per_sm;
+  return t;
+}
+
+// The thresholds of the table a GPU of compute capability `a` uses (tuning_table_for).
+constexpr automatic_thresholds tuning_for(arch a) {
+  return tuning_table_for(a) == tuning_table::sm90 ? thresholds_of<tuning_sm90>() : thresholds_of<tuning_default>();
+}
 
 // The CSR-operand choice for C = A * B from A's statistics.
 inline spmm_choice choose_spmm(matrix_stats const& s, automatic_thresholds const& t = {}) {
@@ -110,9 +144,15 @@ inline spmm_choice choose_spmm(matrix_stats const& s, automatic_thresholds const
   return spmm_choice::csr_row_split;
 }
 
+// The same with the table of a GPU of compute capability `a`.
+inline spmm_choice choose_spmm(matrix_stats const& s, arch a) { return choose_spmm(s, tuning_for(a)); }
+
 // The dense-GEMM choice from the empty-row fraction of A.
 inline gemm_choice choose_gemm(double empty_row_fraction, automatic_thresholds const& t = {}) {
   return empty_row_fraction >= t.gemm_empty_row_fraction ? gemm_choice::tiled_skip_empty_compact : gemm_choice::tiled;
+}
+inline gemm_choice choose_gemm(double empty_row_fraction, arch a) {
+  return choose_gemm(empty_row_fraction, tuning_for(a));
 }
 
 }  // namespace sdnn::policy

@@ -57,7 +57,8 @@ template <class I, skip_by B>
 inline constexpr bool is_skip_empty_rows_v<skip_empty_rows<I, B>> = true;
 
 // Chooses among the compiled policies at plan time from matrix statistics
-// (policies/automatic.hpp); the choice is kept for the plan's lifetime.
+// (policies/automatic.hpp), with the tuning table of the GPU the plan runs on
+// (policies/tuning.hpp); the choice is kept for the plan's lifetime.
 struct automatic {};
 
 }  // namespace sdnn::policy
