@@ -45,7 +45,7 @@
 #if defined(__CUDACC__)
 #include "sdnn/kernels/spmm_dense_csc.cuh"
 #include "sdnn/kernels/challenge.cuh"
-#include "sdnn/vendor/cusparse_challenge.cuh"
+#include "sdnn/kernels/epilogue.cuh"
 #include "sdnn/layers/sparse_linear.cuh"
 #include "sdnn/data/radixnet.cuh"
 #include "sdnn/core/cuda.cuh"

@@ -19,12 +19,13 @@
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/types.hpp"
+#include "sdnn/formats/convert.cuh"
 #include "sdnn/formats/csr.hpp"
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/kernels/challenge.cuh"
 #include "sdnn/kernels/spmm_dense_csc.cuh"
 #include "sdnn/policies/sparse_linear.hpp"
-#include "sdnn/vendor/cusparse_challenge.cuh"
+#include "sdnn/vendor/cusparse.cuh"
 
 namespace sdnn::layers::detail {
 
@@ -34,8 +35,10 @@ struct sparse_linear_device {
   csr_matrix<T, std::int32_t, device_space> wt;  // W^T: out_features x in_features
   buffer<acc_type, device_space> bias;           // [out_features] or empty
   basic_epilogue<acc_type> epi;                  // epi.bias points into `bias` (device)
-  vendor::cusparse_spmm<T> spmm_reuse{vendor::cusparse_workspace::reuse};
-  vendor::cusparse_spmm<T> spmm_per_call{vendor::cusparse_workspace::per_call};
+  vendor::cusparse_spmm_plan<T, std::int32_t> spmm_reuse{vendor::dense_times_sparse, wt.view(),
+                                                          vendor::cusparse_workspace::reuse};
+  vendor::cusparse_spmm_plan<T, std::int32_t> spmm_per_call{vendor::dense_times_sparse, wt.view(),
+                                                             vendor::cusparse_workspace::per_call};
   // Workspace of forward_dense and of cusparse_filter_rows, sized by reserve().
   std::int64_t reserved = 0;
   buffer<int, device_space> flags;
@@ -76,10 +79,7 @@ struct sparse_linear_device {
     if (!ok) return;
     auto up = [&](auto const& v) {
       using E = typename std::decay_t<decltype(v)>::value_type;
-      buffer<E, device_space> d(v.size(), exec);
-      if (!v.empty())
-        SDNN_CUDA_CHECK(cudaMemcpyAsync(d.data(), v.data(), v.size() * sizeof(E), cudaMemcpyHostToDevice, exec.stream));
-      return d;
+      return to_device<E>(v.data(), v.size(), exec);
     };
     t_fp_ptr = up(th.fp_ptr);
     t_fp = up(th.fp);
@@ -105,11 +105,9 @@ struct sparse_linear_device {
   // W (in x out) in device memory -> W^T; bias (host, out values or empty) copied.
   sparse_linear_device(csr_view<T, std::int32_t> w_device, basic_epilogue<acc_type> e, acc_type const* host_bias,
                        cuda_exec exec)
-      : wt(vendor::transpose_csr(w_device, exec)), epi(e) {
+      : wt(transpose(w_device, exec)), epi(e) {
     if (host_bias) {
-      bias = buffer<acc_type, device_space>(static_cast<std::size_t>(w_device.cols), exec);
-      SDNN_CUDA_CHECK(cudaMemcpyAsync(bias.data(), host_bias, bias.size() * sizeof(acc_type), cudaMemcpyHostToDevice,
-                                      exec.stream));
+      bias = to_device(host_bias, static_cast<std::size_t>(w_device.cols), exec);
       SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // host_bias may be freed after construction
     }
     epi.bias = host_bias ? bias.data() : nullptr;
@@ -221,7 +219,7 @@ struct sparse_linear_cusparse_all_rows : sparse_linear_untiled {
     SDNN_EXPECTS(list == nullptr && count == nullptr, "sparse_linear: policy ", policy::name<Policy>(),
                  " runs on every row and takes no row list");
     auto& spmm = std::is_same_v<Policy, policy::cusparse_reuse_buffer> ? s.spmm_reuse : s.spmm_per_call;
-    spmm.run(a, s.wt.view(), c, max_live, s.epi, flags, exec);
+    spmm.run_rows(a, c, max_live, s.epi, flags, exec);
   }
   template <class T>
   static void forward_dense(sparse_linear_device<T>& s, dense_view<T const> in, dense_view<T> out, cuda_exec exec) {
@@ -255,18 +253,18 @@ struct sparse_linear_impl<policy::cusparse_filter_rows> {
       live = std::min(live, max_live);
     }
     if (live <= 0) return;
-    if (list == nullptr) return s.spmm_reuse.run(a, s.wt.view(), c, live, s.epi, flags, exec);
+    if (list == nullptr) return s.spmm_reuse.run_rows(a, c, live, s.epi, flags, exec);
     s.reserve_packed(live, exec);
     dense_view<T> pin{live, a.cols, a.cols, s.pack_in.data()};
     dense_view<T> pout{live, c.cols, c.cols, s.pack_out.data()};
     kernels::move_listed_rows<true>(a, list, static_cast<std::int32_t const*>(nullptr), live, pin, exec);
-    s.spmm_reuse.run(dense_view<T const>(pin), s.wt.view(), pout, live, s.epi, flags, exec);
+    s.spmm_reuse.run_rows(dense_view<T const>(pin), pout, live, s.epi, flags, exec);
     kernels::move_listed_rows<false>(dense_view<T const>(pout), list, static_cast<std::int32_t const*>(nullptr), live,
                                      c, exec);
   }
   template <class T>
   static void forward_dense(sparse_linear_device<T>& s, dense_view<T const> in, dense_view<T> out, cuda_exec exec) {
-    if (!s.epi.zero_preserving()) return s.spmm_reuse.run(in, s.wt.view(), out, in.rows, s.epi, nullptr, exec);
+    if (!s.epi.zero_preserving()) return s.spmm_reuse.run_rows(in, out, in.rows, s.epi, nullptr, exec);
     if (in.rows == 0) return;
     s.reserve(in.rows, exec);
     auto const rows = static_cast<std::int32_t>(in.rows);

@@ -32,6 +32,7 @@
 #include "sdnn/core/memory.cuh"
 #include "sdnn/formats/stats.hpp"
 #include "sdnn/formats/convert.hpp"
+#include "sdnn/formats/convert.cuh"
 #include "sdnn/kernels/row_skip.cuh"
 #include "sdnn/kernels/spmm_coo.cuh"
 #include "sdnn/kernels/spmm_csr.cuh"
@@ -42,7 +43,6 @@
 #include "sdnn/ops/spmm.hpp"
 #include "sdnn/vendor/cusparse.cuh"
 #include "sdnn/vendor/cusparse_blocked_ell.cuh"
-#include "sdnn/vendor/cusparse_challenge.cuh"
 
 namespace sdnn::ops {
 
@@ -384,7 +384,7 @@ template <class T>
 class dense_sparse_plan<policy::dense_csc, T> {
  public:
   dense_sparse_plan(csr_view<T, std::int32_t> w, cuda_exec e)
-      : k_(w.rows), n_(w.cols), wt_(vendor::transpose_csr(w, e)) {}
+      : k_(w.rows), n_(w.cols), wt_(transpose(w, e)) {}
   template <class Acc>
   void run(dense_view<T const> a, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
     SDNN_EXPECTS(a.cols == k_ && c.rows == a.rows && c.cols == n_, "spmm_dense_sparse(dense_csc): A ", a.rows, " x ",
@@ -405,19 +405,15 @@ template <policy::cusparse_alg Alg, class T>
 class dense_sparse_plan<policy::cusparse_spmm<Alg>, T> {
  public:
   dense_sparse_plan(csr_view<T, std::int32_t> w, dense_view<T const> a, dense_view<T> c, cuda_exec e)
-      : k_(w.rows), n_(w.cols), wt_(vendor::transpose_csr(w, e)),
-        p_(wt_.view(), transposed(a), transposed(c), Alg, e, /*column_major=*/true) {}
+      : k_(w.rows), n_(w.cols), wt_(transpose(w, e)),
+        p_(vendor::dense_times_sparse, wt_.view(), a, c, Alg, e) {}
   template <class Acc>
   void run(dense_view<T const> a, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) {
     SDNN_EXPECTS(a.ld == a.cols && c.ld == c.cols, "spmm_dense_sparse(cusparse): A and C must be packed (ld == cols)");
-    p_.run(transposed(a), transposed(c), epilogue_none<Acc>(), e);
-    vendor::apply_epilogue(c, epi, e.stream);
+    p_.run(a, c, epi, e);
   }
 
  private:
-  // The same memory seen as the column-major transpose (rows <-> cols).
-  template <class U>
-  static dense_view<U> transposed(dense_view<U> v) { return {v.cols, v.rows, v.rows, v.data}; }
   std::int64_t k_, n_;
   csr_matrix<T, std::int32_t, device_space> wt_;
   vendor::cusparse_spmm_plan<T, std::int32_t> p_;
