@@ -205,7 +205,9 @@ class challenge_network {
     }
   };
   struct graph_exec_deleter {
-    void operator()(void* g) const { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g)); }
+    void operator()(void* g) const noexcept {
+      ::sdnn::detail::cuda_check_noexcept(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g)), "cudaGraphExecDestroy");
+    }
   };
 
   // Which ping-pong slot holds the final activations / list after all layers.
@@ -275,14 +277,14 @@ class challenge_network {
       enqueue_batch(exec, inputs, first, rows);
     } catch (...) {
       cudaStreamEndCapture(exec.stream, &g);  // ends the (now invalid) capture
-      if (g) cudaGraphDestroy(g);
+      if (g) ::sdnn::detail::cuda_check_noexcept(cudaGraphDestroy(g), "cudaGraphDestroy");
       cudaGetLastError();  // the original error is the one being rethrown
       throw;
     }
     SDNN_CUDA_CHECK(cudaStreamEndCapture(exec.stream, &g));
     cudaGraphExec_t ge = nullptr;
     cudaError_t const st = cudaGraphInstantiate(&ge, g, 0);
-    cudaGraphDestroy(g);
+    ::sdnn::detail::cuda_check_noexcept(cudaGraphDestroy(g), "cudaGraphDestroy");
     SDNN_CUDA_CHECK(st);
     graph_exec_.reset(static_cast<void*>(ge), graph_exec_deleter{});
     graph_rows_ = rows;
