@@ -6,6 +6,7 @@
 //    the live-row flags of the epilogue pass, and shape checks (sdnn::dimension_mismatch).
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_spmm_fixtures.hpp"
+#include "sdnn_test_util.hpp"
 
 #include <sdnn/formats/convert.cuh>
 #include <sdnn/reference/spmm.hpp>
