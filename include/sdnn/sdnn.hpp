@@ -50,6 +50,7 @@
 #if defined(__CUDACC__)
 #include "sdnn/ops/dense_sparse.cuh"
 #include "sdnn/ops/rows.cuh"
+#include "sdnn/kernels/epilogue.cuh"
 #include "sdnn/layers/sparse_linear.cuh"
 #include "sdnn/pipeline/sequential.cuh"
 #include "sdnn/pipeline/challenge.cuh"

@@ -39,6 +39,10 @@ TEST_CASE("a failing CUDA call throws sdnn::cuda_error with the call text", "[cu
   } catch (cuda_error const& e) {
     REQUIRE(e.code() == static_cast<int>(cudaErrorInvalidDevice));
     REQUIRE(std::string(e.what()).find("cudaSetDevice") != std::string::npos);
+    // The message names the library and the status by name, as every library_error does.
+    REQUIRE(e.library() == "CUDA");
+    REQUIRE(std::string(e.what()).find("CUDA: ") != std::string::npos);
+    REQUIRE(std::string(e.what()).find("cudaErrorInvalidDevice") != std::string::npos);
   }
   // The failure is reported once: it must not linger for the next launch check.
   REQUIRE(cudaGetLastError() == cudaSuccess);

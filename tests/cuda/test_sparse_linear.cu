@@ -19,6 +19,7 @@
 #include <sdnn/pipeline/challenge.cuh>
 #include <sdnn/pipeline/sequential.cuh>
 #include <sdnn/reference/challenge.hpp>
+#include <sdnn/reference/spmm.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -168,7 +169,7 @@ void check_dense_csc(std::int32_t rows, std::int32_t k, std::int32_t n, double k
     std::vector<float> acc;
     std::vector<float> ref(static_cast<std::size_t>(n));
     for (std::int32_t r = 0; r < rows; ++r) {
-      layers::sparse_linear_row_reference(ad.data() + static_cast<std::int64_t>(r) * k, b.view(), epi, acc, ref.data());
+      reference::dense_sparse_row(ad.data() + static_cast<std::int64_t>(r) * k, b.view(), epi, acc, ref.data());
       for (std::int32_t j = 0; j < n; ++j) {
         float const got = value_cast<float>(out[static_cast<std::size_t>(r) * n + j]);
         float const want = listed[static_cast<std::size_t>(r)] ? value_cast<float>(value_cast<T>(ref[j])) : -7.f;

@@ -31,6 +31,10 @@ inline void cudnn_check(cudnnStatus_t st, char const* call, char const* file, in
   if (st != CUDNN_STATUS_SUCCESS)
     throw ::sdnn::cudnn_error(call, static_cast<int>(st), cudnnGetErrorString(st), file, line);
 }
+// For destructors, which cannot throw: a failed release is reported, never thrown.
+inline void cudnn_check_noexcept(cudnnStatus_t st, char const* what) noexcept {
+  if (st != CUDNN_STATUS_SUCCESS) report_release("cuDNN", what, cudnnGetErrorString(st));
+}
 }  // namespace sdnn::detail
 #define SDNN_CUDNN_CHECK(call) ::sdnn::detail::cudnn_check((call), #call, __FILE__, __LINE__)
 
@@ -64,11 +68,12 @@ class cudnn_conv2d : public layer<T> {
                  s_.K, " entries (or none), got ", bias_.size());
   }
   ~cudnn_conv2d() override {
-    if (x_) cudnnDestroyTensorDescriptor(x_);
-    if (y_) cudnnDestroyTensorDescriptor(y_);
-    if (f_) cudnnDestroyFilterDescriptor(f_);
-    if (c_) cudnnDestroyConvolutionDescriptor(c_);
-    if (h_) cudnnDestroy(h_);
+    using ::sdnn::detail::cudnn_check_noexcept;
+    if (x_) cudnn_check_noexcept(cudnnDestroyTensorDescriptor(x_), "cudnnDestroyTensorDescriptor");
+    if (y_) cudnn_check_noexcept(cudnnDestroyTensorDescriptor(y_), "cudnnDestroyTensorDescriptor");
+    if (f_) cudnn_check_noexcept(cudnnDestroyFilterDescriptor(f_), "cudnnDestroyFilterDescriptor");
+    if (c_) cudnn_check_noexcept(cudnnDestroyConvolutionDescriptor(c_), "cudnnDestroyConvolutionDescriptor");
+    if (h_) cudnn_check_noexcept(cudnnDestroy(h_), "cudnnDestroy");
   }
   cudnn_conv2d(cudnn_conv2d const&) = delete;
   cudnn_conv2d& operator=(cudnn_conv2d const&) = delete;

@@ -147,6 +147,16 @@ buffer<T, DS> copy_to(buffer<T, SS> const& src, cuda_exec exec) {
   }
 }
 
+// A new device buffer holding a copy of the n host elements at src, enqueued on exec.stream.
+// From pageable memory (a std::vector, a host_buffer) CUDA stages the copy before this
+// returns, so src may be freed then; from pinned memory the copy is asynchronous.
+template <class T>
+buffer<T, device_space> to_device(T const* src, std::size_t n, cuda_exec exec) {
+  buffer<T, device_space> dst(n, exec);
+  if (n) SDNN_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src, n * sizeof(T), cudaMemcpyHostToDevice, exec.stream));
+  return dst;
+}
+
 // Allocates a buffer of n elements in space S (uniform construction for generic code).
 template <class T, class S>
 buffer<T, S> make_buffer(std::size_t n, cuda_exec exec) {

@@ -64,10 +64,7 @@ inline csr_matrix<float, std::int32_t, device_space> radixnet_fill_layer(std::in
 
 // Uploads a host permutation (pageable copy, staged before return) to a stream-ordered buffer.
 inline buffer<std::int32_t, device_space> upload_permutation(std::vector<std::int32_t> const& perm, cuda_exec exec) {
-  buffer<std::int32_t, device_space> d(perm.size(), exec);
-  SDNN_CUDA_CHECK(cudaMemcpyAsync(d.data(), perm.data(), perm.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
-                                  exec.stream));
-  return d;
+  return to_device(perm.data(), perm.size(), exec);
 }
 
 inline csr_matrix<float, std::int32_t, device_space> radixnet_layer_device_from_permutation(

@@ -4,7 +4,7 @@
 // inputs and results live in device_space:
 //   to_csr(coo | ell | dense | tiled), to_coo(csr | dense), to_ell(csr[, width]),
 //   to_dense(csr | coo | ell | tiled), to_tiled_dense(csr | dense[, tile_rows, tile_cols]),
-//   transpose(csr).
+//   transpose(csr matrix or device csr_view).
 // Everything is enqueued on exec.stream (allocations too: cudaMallocAsync) and built from
 // CUB / Thrust primitives (radix sort, exclusive scan, reduce, segmented reduce, select,
 // vectorised binary search) plus one-thread-per-element copy kernels. These functions
@@ -467,28 +467,29 @@ csr_matrix<T, Index, device_space> to_csr(tiled_dense_matrix<T, device_space> co
 // ---------------------------------------------------------------------------------------
 // Transpose: the CSR of A^T (the CSC of A). Never synchronises. A stable radix sort of
 // the entries by column keeps rows increasing within each column; row pointers of the
-// result come from a vectorised lower_bound over the sorted columns.
+// result come from a vectorised lower_bound over the sorted columns. `a` is a view of a
+// device CSR (its arrays must stay valid until the enqueued work has read them).
 template <class T, class Index>
-csr_matrix<T, Index, device_space> transpose(csr_matrix<T, Index, device_space> const& a, cuda_exec exec) {
-  Index const nnz = a.nnz();
-  csr_matrix<T, Index, device_space> r(a.cols(), a.rows(), nnz, exec);
+csr_matrix<T, Index, device_space> transpose(csr_view<T, Index> a, cuda_exec exec) {
+  Index const nnz = a.nnz;
+  csr_matrix<T, Index, device_space> r(a.cols, a.rows, nnz, exec);
   if (nnz == 0) {
     detail::fill_zero(r.row_ptr().data(), r.row_ptr().size(), exec);
     return r;
   }
   auto const n = static_cast<std::size_t>(nnz);
   device_buffer<Index> row_of(n, exec), perm_in(n, exec), perm_out(n, exec), cols_sorted(n, exec);
-  detail::expand_rows(a.row_ptr().data(), a.rows(), nnz, row_of.data(), exec);
+  detail::expand_rows(a.row_ptr, a.rows, nnz, row_of.data(), exec);
   thrust::sequence(detail::thrust_on(exec), perm_in.data(), perm_in.data() + nnz);
   detail::cub_call([&](void* t, std::size_t& b) {
-    return cub::DeviceRadixSort::SortPairs(t, b, a.col_idx().data(), cols_sorted.data(), perm_in.data(), perm_out.data(),
+    return cub::DeviceRadixSort::SortPairs(t, b, a.col_idx, cols_sorted.data(), perm_in.data(), perm_out.data(),
                                            nnz, 0, static_cast<int>(sizeof(Index) * 8), exec.stream);
   }, exec);
   detail::lower_bounds(cols_sorted.data(), nnz, thrust::counting_iterator<Index>(0),
-                       static_cast<std::int64_t>(a.cols()) + 1, r.row_ptr().data(), exec);
+                       static_cast<std::int64_t>(a.cols) + 1, r.row_ptr().data(), exec);
   Index const* p = perm_out.data();
   Index const* ro = row_of.data();
-  T const* av = a.values().data();
+  T const* av = a.values;
   Index* ci = r.col_idx().data();
   T* v = r.values().data();
   detail::for_each_index(
@@ -500,6 +501,10 @@ csr_matrix<T, Index, device_space> transpose(csr_matrix<T, Index, device_space> 
       },
       exec);
   return r;
+}
+template <class T, class Index>
+csr_matrix<T, Index, device_space> transpose(csr_matrix<T, Index, device_space> const& a, cuda_exec exec) {
+  return transpose(a.view(), exec);
 }
 
 }  // namespace sdnn

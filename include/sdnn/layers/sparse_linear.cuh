@@ -30,15 +30,6 @@ struct sparse_linear<T, F, P>::device_state {
   basic_epilogue<acc_type> epi;                      // epi.bias points into `bias`
 };
 
-namespace detail {
-// The bias on the device (empty when there is none); the host vector is read before return.
-template <class Acc>
-buffer<Acc, device_space> upload_bias(std::vector<Acc> const& b, cuda_exec exec) {
-  if (b.empty()) return {};
-  return copy_to<device_space>(host_buffer<Acc>(b.begin(), b.end()), exec);
-}
-}  // namespace detail
-
 // W is transposed on the device now (async); the plan (tiles: one download of W^T) is made
 // by plan(), so that a pipeline can plan many layers on host threads at once.
 template <class T, class F, class P>
@@ -51,7 +42,7 @@ sparse_linear<T, F, P>::sparse_linear(csr_matrix<T, std::int32_t, device_space> 
   epi_.bias = nullptr;
   device_ = std::make_shared<device_state>();
   device_->wt = transpose(w_device, exec);
-  device_->bias = detail::upload_bias(bias_, exec);
+  device_->bias = to_device(bias_.data(), bias_.size(), exec);
   device_->epi = epi_;
   device_->epi.bias = device_->bias.empty() ? nullptr : device_->bias.data();
 }
@@ -69,7 +60,7 @@ void sparse_linear<T, F, P>::plan(std::int64_t batch, std::int64_t in_features, 
   SDNN_EXPECTS(has_host_weights(), "sparse_linear: no weights to upload");
   auto d = std::make_shared<device_state>();
   d->plan = std::make_unique<plan_type>(w_, exec, opt);
-  d->bias = detail::upload_bias(bias_, exec);
+  d->bias = to_device(bias_.data(), bias_.size(), exec);
   d->epi = epi_;
   d->epi.bias = d->bias.empty() ? nullptr : d->bias.data();
   device_ = std::move(d);

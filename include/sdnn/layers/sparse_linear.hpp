@@ -34,25 +34,9 @@
 #include "sdnn/layers/layer.hpp"
 #include "sdnn/ops/dense_sparse.hpp"
 #include "sdnn/policies/dense_sparse.hpp"
+#include "sdnn/reference/spmm.hpp"
 
 namespace sdnn::layers {
-
-// Host reference of one row: out_row[j] = epi(sum_k in_row[k] * W[k, j]). The sum is taken
-// in the accumulator type Acc (float for float), k ascending, zero inputs skipped: the order of
-// the official serial Graph Challenge code and of reference::challenge_layer, so the results
-// match it bit for bit.
-template <class T, class Acc>
-void sparse_linear_row_reference(T const* in_row, csr_view<T, std::int32_t> const& w, basic_epilogue<Acc> const& epi,
-                                 std::vector<Acc>& acc, T* out_row) {
-  acc.assign(static_cast<std::size_t>(w.cols), Acc(0));
-  for (std::int32_t k = 0; k < w.rows; ++k) {
-    Acc const y = value_cast<Acc>(in_row[k]);
-    if (y == Acc(0)) continue;
-    for (std::int32_t p = w.row_ptr[k]; p < w.row_ptr[k + 1]; ++p)
-      acc[static_cast<std::size_t>(w.col_idx[p])] += y * value_cast<Acc>(w.values[p]);
-  }
-  for (std::int32_t j = 0; j < w.cols; ++j) out_row[j] = value_cast<T>(epi(acc[static_cast<std::size_t>(j)], j));
-}
 
 template <class T, class Format = format::csr, class Policy = policy::sparse_linear_default>
 class sparse_linear : public layer<T> {
@@ -97,9 +81,7 @@ class sparse_linear : public layer<T> {
   void forward(host_exec, dense_view<T const> in, dense_view<T> out) override {
     check_shapes(in, out);
     SDNN_EXPECTS(has_host_weights(), "sparse_linear: this layer was built from device weights; it has no host copy");
-    auto const e = host_epilogue();
-    std::vector<acc_type> acc;
-    for (std::int64_t r = 0; r < in.rows; ++r) sparse_linear_row_reference(in.row(r), w_.view(), e, acc, out.row(r));
+    reference::dense_sparse_spmm(in, w_.view(), out, host_epilogue());
   }
 
   // Makes the device plan (first call: upload, transpose, tiles) with a workspace for `batch`

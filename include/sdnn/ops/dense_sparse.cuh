@@ -35,7 +35,7 @@
 #include "sdnn/kernels/spmm_dense_csc.cuh"
 #include "sdnn/ops/dense_sparse.hpp"
 #include "sdnn/ops/rows.cuh"
-#include "sdnn/vendor/cusparse_challenge.cuh"
+#include "sdnn/vendor/cusparse.cuh"
 
 namespace sdnn::ops {
 
@@ -94,6 +94,7 @@ class dense_sparse_plan {
     auto wt_host = transpose(w);
     if constexpr (tiled) build_tiles(wt_host.view(), exec);
     wt_ = to_device(wt_host, exec);
+    make_vendor();
   }
   // W (k x n) in device memory: transposed on the device (CUB). csc_tiled policies download
   // W^T once to build their tiles on the host: this constructor then synchronises exec.stream.
@@ -102,7 +103,7 @@ class dense_sparse_plan {
   // W (k x n) as a view of device memory (e.g. owned by the caller's own arrays): copied on
   // the device into a matrix the plan owns, then as above.
   dense_sparse_plan(csr_view<T, std::int32_t> w_device, cuda_exec exec, plan_options opt = {})
-      : dense_sparse_plan(transposed_weights, transpose(device_copy(w_device, exec), exec), exec, opt) {}
+      : dense_sparse_plan(transposed_weights, transpose(checked_view(w_device), exec), exec, opt) {}
   // The same from W^T (n x k, device), which the plan takes over.
   struct transposed_weights_t {};
   static constexpr transposed_weights_t transposed_weights{};
@@ -114,6 +115,7 @@ class dense_sparse_plan {
       auto wt_host = to_host(wt_, exec);  // synchronises
       build_tiles(wt_host.view(), exec);
     }
+    make_vendor();
   }
 
   dense_sparse_plan(dense_sparse_plan&&) noexcept = default;
@@ -167,17 +169,10 @@ class dense_sparse_plan {
   struct shape {
     std::int64_t k, n;
   };
-  static csr_matrix<T, std::int32_t, device_space> device_copy(csr_view<T, std::int32_t> w, cuda_exec exec) {
+  static csr_view<T, std::int32_t> checked_view(csr_view<T, std::int32_t> w) {
     auto const st = can_implement(w.rows, w.cols, w.nnz);
     if (!st) SDNN_FAIL(st.why());
-    csr_matrix<T, std::int32_t, device_space> m(w.rows, w.cols, w.nnz, exec);
-    auto d2d = [&](auto* dst, auto const* src, std::size_t n) {
-      if (n) SDNN_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(*src), cudaMemcpyDeviceToDevice, exec.stream));
-    };
-    d2d(m.row_ptr().data(), w.row_ptr, static_cast<std::size_t>(w.rows) + 1);
-    d2d(m.col_idx().data(), w.col_idx, static_cast<std::size_t>(w.nnz));
-    d2d(m.values().data(), w.values, static_cast<std::size_t>(w.nnz));
-    return m;
+    return w;
   }
   static shape checked(std::int64_t k, std::int64_t n, std::int64_t nnz) {
     auto const st = can_implement(k, n, nnz);
@@ -269,7 +264,7 @@ class dense_sparse_plan {
     } else if constexpr (!skip) {  // cuSPARSE on every row (no list)
       SDNN_EXPECTS(rows.list == nullptr && rows.count == nullptr, "dense_sparse_plan: policy ", policy::name<Policy>(),
                    " runs on every row and takes no row list");
-      spmm_.run(a, wt_.view(), c, rows.max_live, epi, flags, exec);
+      spmm_->run_rows(a, c, rows.max_live, epi, flags, exec);
     } else {  // cusparse_filter_rows: pack the listed rows, multiply the block, unpack
       std::int32_t live = rows.max_live;
       if (rows.count) {
@@ -278,12 +273,12 @@ class dense_sparse_plan {
         live = std::min(live, rows.max_live);
       }
       if (live <= 0) return;
-      if (rows.list == nullptr) return spmm_.run(a, wt_.view(), c, live, epi, flags, exec);
+      if (rows.list == nullptr) return spmm_->run_rows(a, c, live, epi, flags, exec);
       auto s = scratch(ws, live);
       dense_view<T> pin{live, a.cols, a.cols, s.pack_a};
       dense_view<T> pout{live, c.cols, c.cols, s.pack_c};
       kernels::move_listed_rows<true>(a, rows.list, static_cast<std::int32_t const*>(nullptr), live, pin, exec);
-      spmm_.run(dense_view<T const>(pin), wt_.view(), pout, live, epi, flags, exec);
+      spmm_->run_rows(dense_view<T const>(pin), pout, live, epi, flags, exec);
       kernels::move_listed_rows<false>(dense_view<T const>(pout), rows.list, static_cast<std::int32_t const*>(nullptr),
                                        live, c, exec);
     }
@@ -295,10 +290,7 @@ class dense_sparse_plan {
     kernels::csc_tiles_host<T> th;
     tiles_ok_ = kernels::build_csc_tiles(wt_host, inner::threads, inner::max_footprint, th);
     if (!tiles_ok_) return;
-    auto up = [&](auto const& v) {
-      using E = typename std::decay_t<decltype(v)>::value_type;
-      return copy_to<device_space>(host_buffer<E>(v.begin(), v.end()), exec);
-    };
+    auto up = [&](auto const& v) { return to_device(v.data(), v.size(), exec); };
     t_fp_ptr_ = up(th.fp_ptr);
     t_fp_ = up(th.fp);
     t_col_ptr_ = up(th.col_ptr);
@@ -310,10 +302,15 @@ class dense_sparse_plan {
               t_cols_.data(), t_nnz_ptr_.data(), t_lidx_.data(), t_vals_.data()};
   }
 
-  using spmm_vendor = vendor::cusparse_spmm<T>;
-  static constexpr vendor::cusparse_workspace vendor_mode =
-      std::is_same_v<inner, policy::cusparse_buffer_per_call> ? vendor::cusparse_workspace::per_call
-                                                              : vendor::cusparse_workspace::reuse;
+  // The cuSPARSE baselines: one vendor plan on W^T (which it must not outlive: both are members).
+  void make_vendor() {
+    if constexpr (vendor) {
+      constexpr auto mode = inner::buffer == policy::cusparse_buffer::per_call ? vendor::cusparse_workspace::per_call
+                                                                                : vendor::cusparse_workspace::reuse;
+      spmm_ = std::make_unique<vendor::cusparse_spmm_plan<T, std::int32_t>>(vendor::dense_times_sparse, wt_.view(), mode,
+                                                                             inner::alg);
+    }
+  }
 
   std::int64_t k_ = 0, n_ = 0, max_rows_ = 0;
   bool own_workspace_ = true;
@@ -324,9 +321,9 @@ class dense_sparse_plan {
   buffer<std::uint16_t, device_space> t_lidx_;
   buffer<T, device_space> t_vals_;
   kernels::csc_tiles_view<T> tiles_;
-  // The vendor wrapper keeps a growing workspace (reuse) across runs: mutable state of a
-  // baseline whose buffer policy is part of what it measures.
-  mutable spmm_vendor spmm_{vendor_mode};
+  // The vendor plan sizes its descriptors and (reuse) workspace at its first run and again when
+  // the row count changes: mutable state of a baseline whose buffer policy is what it measures.
+  mutable std::unique_ptr<vendor::cusparse_spmm_plan<T, std::int32_t>> spmm_;
   buffer<unsigned char, device_space> own_;  // the plan's own workspace (plan_options::own_workspace)
   sdnn::detail::run_streams runs_;           // last: released first (see core/plan.cuh)
 };

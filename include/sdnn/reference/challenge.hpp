@@ -12,7 +12,8 @@
 // the order a serial row-by-row (or column-by-column) sparse product uses, as in the official
 // serial reference. For the challenge weights (1/16) every product y * w is exact, so fusing
 // it into an FMA (as nvcc does) gives the same bits; only a different summation order could
-// change the last bit of Z. Z(i,j) counts as nonzero by value (a structural entry that sums
+// change the last bit of Z. The step "add Y(i,k) * W(k,:)" is reference::add_scaled_row
+// (reference/spmm.hpp), shared with every host Y * W. Z(i,j) counts as nonzero by value (a structural entry that sums
 // to exactly 0 gets no bias).
 // The epilogue is sdnn::epilogue_challenge(bias, cap) (core/epilogue.hpp), so host and
 // device kernels share one definition of the bias/ReLU/cap rule.
@@ -28,6 +29,7 @@
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/core/error.hpp"
 #include "sdnn/formats/csr.hpp"
+#include "sdnn/reference/spmm.hpp"  // add_scaled_row: the one host Y * W order
 
 namespace sdnn::reference {
 
@@ -50,16 +52,14 @@ inline csr_matrix<float, std::int32_t> challenge_layer(csr_matrix<float, std::in
   for (std::int32_t i = 0; i < rows; ++i) {
     cols_touched.clear();
     for (std::int32_t a = yv.row_ptr[i]; a < yv.row_ptr[i + 1]; ++a) {
-      std::int32_t const k = yv.col_idx[a];
       float const yk = yv.values[a];
-      for (std::int32_t b = wv.row_ptr[k]; b < wv.row_ptr[k + 1]; ++b) {
-        std::int32_t const j = wv.col_idx[b];
+      if (yk == 0.f) continue;  // a stored zero adds nothing (the one Y * W order skips zero inputs)
+      add_scaled_row(yk, wv, yv.col_idx[a], acc.data(), [&](std::int32_t j) {
         if (!touched[static_cast<std::size_t>(j)]) {
           touched[static_cast<std::size_t>(j)] = 1;
           cols_touched.push_back(j);
         }
-        acc[static_cast<std::size_t>(j)] += yk * wv.values[b];
-      }
+      });
     }
     // Emit in ascending column order: scan the dense row when the row is dense enough,
     // else sort the touched list.

@@ -1,10 +1,16 @@
 // sdnn/reference/spmm.hpp - the host oracle for sparse products (plain loops).
 //
-//   spmm:              C[M x N] = epi(A_sparse[M x K] * B[K x N])   (CSR, COO, ELL)
-//   dense_sparse_spmm: C[M x N] = epi(A[M x K] * W_csr[K x N])
-// Sums are accumulated in double in storage order, converted to the epilogue's Acc type,
-// passed through the epilogue and converted to T. An empty row yields epi(0, col).
-// These are also the host executor's implementation of every spmm policy.
+//   spmm:              C[M x N] = epi(A_sparse[M x K] * B[K x N])   (CSR, COO, ELL, tiled)
+//   dense_sparse_spmm: C[M x N] = epi(Y[M x K] * W_csr[K x N])       (one row: dense_sparse_row)
+// spmm: sums are accumulated in double in storage order, converted to the epilogue's Acc
+// type, passed through the epilogue and converted to T.
+// Y * W: the one host Y * W order, shared by dense_sparse_spmm, layers::sparse_linear's host
+// path and reference::challenge_layer (through add_scaled_row): each sum is taken in the
+// epilogue's accumulator type Acc (float for float and __half, double for double), k
+// ascending, zero inputs skipped, one Acc rounding per add -- the order reference/challenge.hpp
+// documents, on which the Graph Challenge's bit-exact comparisons rely.
+// An empty row yields epi(0, col). These are also the host executor's implementation of
+// every spmm policy.
 #pragma once
 
 #include <algorithm>
@@ -103,23 +109,45 @@ void spmm(tiled_dense_view<T const> a, dense_view<T const> b, dense_view<T> c, b
   }
 }
 
-// C[M x N] = epi(A[M x K] * W[K x N]), W in CSR.
+// The Y * W accumulation step: acc[j] += y * W(k, j) over the stored entries of row k of W,
+// in Acc; touch(j) is called for each column before its add. Callers pass the nonzero inputs
+// y = Y(i, k) of one row in ascending k (see the header comment).
+template <class Acc, class T, class Index, class Touch>
+void add_scaled_row(Acc y, csr_view<T, Index> const& w, Index k, Acc* acc, Touch&& touch) {
+  for (Index p = w.row_ptr[k]; p < w.row_ptr[k + 1]; ++p) {
+    touch(w.col_idx[p]);
+    acc[w.col_idx[p]] += y * value_cast<Acc>(w.values[p]);
+  }
+}
+template <class Acc, class T, class Index>
+void add_scaled_row(Acc y, csr_view<T, Index> const& w, Index k, Acc* acc) {
+  add_scaled_row(y, w, k, acc, [](Index) {});
+}
+
+// One row of Y * W: out_row[j] = epi(sum_k in_row[k] * W(k, j)) for j < w.cols, in_row having
+// w.rows entries. acc is scratch (resized here), so a caller looping over rows allocates once.
+template <class T, class Index, class Acc>
+void dense_sparse_row(T const* in_row, csr_view<T, Index> const& w, basic_epilogue<Acc> const& epi,
+                      std::vector<Acc>& acc, T* out_row) {
+  acc.assign(static_cast<std::size_t>(w.cols), Acc(0));
+  for (Index k = 0; k < w.rows; ++k) {
+    Acc const y = value_cast<Acc>(in_row[k]);
+    if (y == Acc(0)) continue;
+    add_scaled_row(y, w, k, acc.data());
+  }
+  for (Index j = 0; j < w.cols; ++j) out_row[j] = value_cast<T>(epi(acc[static_cast<std::size_t>(j)], j));
+}
+
+// C[M x N] = epi(Y[M x K] * W[K x N]), W in CSR.
 template <class T, class Index, class Acc>
 void dense_sparse_spmm(dense_view<T const> a, csr_view<T, Index> w, dense_view<T> c,
                        basic_epilogue<Acc> const& epi) {
-  SDNN_EXPECTS(a.cols == w.rows, "dense_sparse_spmm: A is ", a.rows, " x ", a.cols, " but W has ", w.rows, " rows");
-  SDNN_EXPECTS(c.rows == a.rows && c.cols == w.cols, "dense_sparse_spmm: C must be ", a.rows, " x ", w.cols,
-               ", got ", c.rows, " x ", c.cols);
-  std::vector<double> acc(static_cast<std::size_t>(w.cols));
-  for (std::int64_t i = 0; i < a.rows; ++i) {
-    std::fill(acc.begin(), acc.end(), 0.0);
-    for (Index k = 0; k < w.rows; ++k) {
-      double const av = value_cast<double>(a(i, k));
-      if (av == 0.0) continue;
-      for (Index p = w.row_ptr[k]; p < w.row_ptr[k + 1]; ++p) acc[w.col_idx[p]] += av * value_cast<double>(w.values[p]);
-    }
-    detail::store_row(acc, i, c, epi);
-  }
+  SDNN_EXPECTS_DIMS(a.cols == w.rows, "dense_sparse_spmm: A is ", a.rows, " x ", a.cols, " but W has ", w.rows,
+                    " rows");
+  SDNN_EXPECTS_DIMS(c.rows == a.rows && c.cols == w.cols, "dense_sparse_spmm: C must be ", a.rows, " x ", w.cols,
+                    ", got ", c.rows, " x ", c.cols);
+  std::vector<Acc> acc;
+  for (std::int64_t i = 0; i < a.rows; ++i) dense_sparse_row(a.row(i), w, epi, acc, c.row(i));
 }
 
 }  // namespace sdnn::reference

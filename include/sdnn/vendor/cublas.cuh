@@ -6,7 +6,7 @@
 //   CUBLAS_PEDANTIC_MATH on request. __half: cublasGemmEx with CUDA_R_16F operands and
 //   CUBLAS_COMPUTE_32F (float accumulation, like sdnn's kernels).
 // cuBLAS has no fused epilogue here: a non-identity epilogue runs as a second
-// elementwise pass (apply_epilogue), which the benchmarks leave out by using none.
+// elementwise pass (kernels::apply_epilogue), which the benchmarks leave out by using none.
 #pragma once
 
 #include <cublas_v2.h>
@@ -21,6 +21,7 @@
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/dense.hpp"
+#include "sdnn/kernels/epilogue.cuh"
 
 namespace sdnn::vendor {
 
@@ -31,36 +32,16 @@ inline void cublas_check(cublasStatus_t st, char const* call, char const* file, 
                                ::sdnn::detail::concat(cublasGetStatusName(st), " (", cublasGetStatusString(st), ")"),
                                file, line);
 }
+// For destructors, which cannot throw: a failed release is reported, never thrown.
+inline void cublas_check_noexcept(cublasStatus_t st, char const* what) noexcept {
+  if (st != CUBLAS_STATUS_SUCCESS) ::sdnn::detail::report_release("cuBLAS", what, cublasGetStatusName(st));
+}
 }  // namespace detail
 }  // namespace sdnn::vendor
 
 #define SDNN_CUBLAS_CHECK(call) ::sdnn::vendor::detail::cublas_check((call), #call, __FILE__, __LINE__)
 
 namespace sdnn::vendor {
-
-// True when epi(x, col) == x for every x and col (no pass needed after a vendor call).
-template <class Acc>
-inline bool is_identity(basic_epilogue<Acc> const& e) {
-  return e.bias == nullptr && e.bias_scalar == Acc(0) && !e.relu && !e.has_cap;
-}
-
-namespace detail {
-template <class T, class Acc>
-__global__ void apply_epilogue_kernel(dense_view<T> c, basic_epilogue<Acc> epi) {
-  for (std::int64_t i = blockIdx.x; i < c.rows; i += gridDim.x)
-    for (std::int64_t j = threadIdx.x; j < c.cols; j += blockDim.x)
-      c.data[i * c.ld + j] = value_cast<T>(epi(value_cast<Acc>(c.data[i * c.ld + j]), j));
-}
-}  // namespace detail
-
-// c = epi(c) in place (the unfused epilogue of the vendor baselines); nothing for identity.
-template <class T, class Acc>
-void apply_epilogue(dense_view<T> c, basic_epilogue<Acc> const& epi, cudaStream_t stream) {
-  if (is_identity(epi) || c.rows <= 0 || c.cols <= 0) return;
-  std::int64_t const blocks = c.rows < 65535 ? c.rows : 65535;
-  detail::apply_epilogue_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(c, epi);
-  SDNN_CUDA_CHECK_LAUNCH();
-}
 
 // An owning cuBLAS handle (move-only).
 class cublas_handle {
@@ -70,7 +51,7 @@ class cublas_handle {
     SDNN_CUBLAS_CHECK(cublasSetMathMode(h_, pedantic ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH));
   }
   ~cublas_handle() {
-    if (h_) cublasDestroy(h_);
+    if (h_) detail::cublas_check_noexcept(cublasDestroy(h_), "cublasDestroy");
   }
   cublas_handle(cublas_handle&& o) noexcept : h_(o.h_) { o.h_ = nullptr; }
   cublas_handle& operator=(cublas_handle&&) = delete;
@@ -98,7 +79,7 @@ void cublas_gemm(cublasHandle_t h, dense_view<T const> a, dense_view<T const> b,
   if (c.rows == 0 || c.cols == 0) return;
   if (a.cols == 0) {  // cuBLAS needs k >= 1 for a defined product here: C = epi(0)
     SDNN_CUDA_CHECK(cudaMemset2DAsync(c.data, sizeof(T) * c.ld, 0, sizeof(T) * c.cols, c.rows, stream));
-    apply_epilogue(c, epi, stream);
+    kernels::apply_epilogue(c, epi, stream);
     return;
   }
   SDNN_CUBLAS_CHECK(cublasSetStream(h, stream));
@@ -115,7 +96,7 @@ void cublas_gemm(cublasHandle_t h, dense_view<T const> a, dense_view<T const> b,
   } else {
     static_assert(::sdnn::detail::dependent_false<T>, "cublas_gemm: float or __half only");
   }
-  apply_epilogue(c, epi, stream);
+  kernels::apply_epilogue(c, epi, stream);
 }
 
 }  // namespace sdnn::vendor

@@ -32,8 +32,9 @@
 // A plan SYNCHRONISES exec.stream once at plan time: ellCols (the size of the Blocked-ELL
 // arrays) is a reduction over A's tile rows on the device and is needed on the host. run()
 // never synchronises. Nothing to multiply (M, K or N zero, or no occupied tile) skips
-// cuSPARSE and writes C = epi(0). The epilogue runs as a separate pass (apply_epilogue), as
-// in the other vendor baselines.
+// cuSPARSE and writes C = epi(0). The epilogue runs as a separate pass
+// (kernels::apply_epilogue), as in the other vendor baselines. Calls go through the calling
+// thread's cuSPARSE handle (cusparse_handle()).
 #pragma once
 
 #include <cub/device/device_reduce.cuh>
@@ -54,8 +55,8 @@
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/formats/tiled_dense.hpp"
-#include "sdnn/vendor/cublas.cuh"    // apply_epilogue
-#include "sdnn/vendor/cusparse.cuh"  // SDNN_CUSPARSE_CHECK, cuda_type
+#include "sdnn/kernels/epilogue.cuh"
+#include "sdnn/vendor/cusparse.cuh"  // SDNN_CUSPARSE_CHECK, cuda_type, cusparse_handle
 
 namespace sdnn::vendor {
 
@@ -114,16 +115,16 @@ class cusparse_blocked_ell_plan {
     if (m_ > 0 && k_ > 0 && a.occupied_tiles > 0) convert(a, exec);
     if (trivial()) return;
     auto& o = obj_;
-    SDNN_CUSPARSE_CHECK(cusparseCreate(&o.h));
     SDNN_CUSPARSE_CHECK(cusparseCreateConstBlockedEll(&o.a, m_, k_, bs_, ell_cols_, col_ind_.data(), values_.data(),
                                                       CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, cuda_type<T>()));
     SDNN_CUSPARSE_CHECK(
         cusparseCreateDnMat(&o.b, k_, n_, ldb_, const_cast<T*>(b.data), cuda_type<T>(), CUSPARSE_ORDER_ROW));
     SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(&o.c, m_, n_, ldc_, c.data, cuda_type<T>(), CUSPARSE_ORDER_ROW));
-    SDNN_CUSPARSE_CHECK(cusparseSetStream(o.h, exec.stream));
+    cusparseHandle_t const h = cusparse_handle();
+    SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
     float const alpha = 1, beta = 0;
     std::size_t bytes = 0;
-    check_spmm_status(cusparseSpMM_bufferSize(o.h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+    check_spmm_status(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                               &alpha, o.a, o.b, &beta, o.c, CUDA_R_32F,
                                               CUSPARSE_SPMM_BLOCKED_ELL_ALG1, &bytes),
                       "cusparseSpMM_bufferSize", __LINE__);
@@ -149,18 +150,19 @@ class cusparse_blocked_ell_plan {
     if (m_ == 0 || n_ == 0) return;
     if (trivial()) {  // nothing to multiply: C = epi(0)
       SDNN_CUDA_CHECK(cudaMemset2DAsync(c.data, sizeof(T) * c.ld, 0, sizeof(T) * c.cols, c.rows, exec.stream));
-      apply_epilogue(c, epi, exec.stream);
+      kernels::apply_epilogue(c, epi, exec.stream);
       return;
     }
     auto& o = obj_;
-    SDNN_CUSPARSE_CHECK(cusparseSetStream(o.h, exec.stream));
+    cusparseHandle_t const h = cusparse_handle();
+    SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
     SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(o.b, const_cast<T*>(b.data)));
     SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(o.c, c.data));
     float const alpha = 1, beta = 0;
-    check_spmm_status(cusparseSpMM(o.h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+    check_spmm_status(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
                                    o.a, o.b, &beta, o.c, CUDA_R_32F, CUSPARSE_SPMM_BLOCKED_ELL_ALG1, buf_.data()),
                       "cusparseSpMM", __LINE__);
-    apply_epilogue(c, epi, exec.stream);
+    kernels::apply_epilogue(c, epi, exec.stream);
   }
 
  private:
@@ -215,20 +217,18 @@ class cusparse_blocked_ell_plan {
   std::int64_t ell_cols_ = 0;
   buffer<std::int32_t, device_space> col_ind_;
   buffer<T, device_space> values_;
-  // The cuSPARSE objects, released by this member's destructor, so a constructor that
+  // The cuSPARSE descriptors, released by this member's destructor, so a constructor that
   // throws half way (e.g. NOT_SUPPORTED) leaks nothing.
   struct cusparse_objects {
-    cusparseHandle_t h = nullptr;
     cusparseConstSpMatDescr_t a = nullptr;
     cusparseDnMatDescr_t b = nullptr, c = nullptr;
     cusparse_objects() = default;
     cusparse_objects(cusparse_objects const&) = delete;
     cusparse_objects& operator=(cusparse_objects const&) = delete;
     ~cusparse_objects() {
-      if (b) cusparseDestroyDnMat(b);
-      if (c) cusparseDestroyDnMat(c);
-      if (a) cusparseDestroySpMat(a);
-      if (h) cusparseDestroy(h);
+      if (b) detail::cusparse_check_noexcept(cusparseDestroyDnMat(b), "cusparseDestroyDnMat");
+      if (c) detail::cusparse_check_noexcept(cusparseDestroyDnMat(c), "cusparseDestroyDnMat");
+      if (a) detail::cusparse_check_noexcept(cusparseDestroySpMat(a), "cusparseDestroySpMat");
     }
   } obj_;
   buffer<unsigned char, device_space> buf_;
