@@ -5,11 +5,11 @@
 #include "sdnn_catch.hpp"
 #include "sdnn_conv_fixtures.hpp"
 
-#include <sdnn/conv/conv_shape.hpp>
-#include <sdnn/conv/conv_weights.hpp>
-#include <sdnn/conv/direct_conv_plan.hpp>
-#include <sdnn/conv/pruning.hpp>
-#include <sdnn/conv/reference.hpp>
+#include <sdnn/formats/conv_shape.hpp>
+#include <sdnn/formats/conv_weights.hpp>
+#include <sdnn/ops/conv.hpp>
+#include <sdnn/ops/prune.hpp>
+#include <sdnn/reference/conv.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -138,7 +138,7 @@ TEST_CASE("prune_uniform: all-zero and dense channels, padding next to kept entr
 namespace {
 using sdnn_test::tie_heavy;  // tests/common/sdnn_conv_fixtures.hpp
 
-// The device pruning algorithm of pruning.cuh, step by step on the host with the same
+// The device pruning algorithm of ops/prune.cuh (kernels/prune.cuh), step by step on the host with the same
 // helpers (magnitude_key, keep_target, finish_report, pad_order_key): a stable sort by
 // (segment, magnitude key) as cub::DeviceRadixSort does, rank selection, and the padding
 // kernel's prev / next scans and binary search for the threshold key.
@@ -269,7 +269,7 @@ TEST_CASE("pad_order_key orders the non-kept indices exactly as pad_channel adds
   }
 }
 
-TEST_CASE("the device pruning algorithm (host port of pruning.cuh) == prune_uniform on tie-heavy tensors",
+TEST_CASE("the device pruning algorithm (host port of ops/prune.cuh) == prune_uniform on tie-heavy tensors",
           "[conv][prune]") {
   struct kf {
     std::int64_t K, F;
