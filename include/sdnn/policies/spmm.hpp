@@ -8,6 +8,7 @@
 #pragma once
 
 #include "sdnn/core/config.hpp"
+#include "sdnn/core/cusparse_alg.hpp"
 #include "sdnn/policies/gemm.hpp"
 
 namespace sdnn::policy {
@@ -95,19 +96,8 @@ struct tiled_dense_spmm {};
 // CSR, transposed at plan time).
 struct dense_csc {};
 
-// cuSPARSE SpMM (vendor/cusparse.cuh), one tag per algorithm; the external buffer is
-// allocated once per plan and reused.
-enum class cusparse_alg {
-  default_alg,       // CUSPARSE_SPMM_ALG_DEFAULT (CSR or COO)
-  csr_alg1,          // CUSPARSE_SPMM_CSR_ALG1
-  csr_alg2,          // CUSPARSE_SPMM_CSR_ALG2 (row-major B/C)
-  csr_alg3,          // CUSPARSE_SPMM_CSR_ALG3
-  coo_alg1,          // CUSPARSE_SPMM_COO_ALG1
-  coo_alg2,          // CUSPARSE_SPMM_COO_ALG2
-  coo_alg3,          // CUSPARSE_SPMM_COO_ALG3
-  coo_alg4,          // CUSPARSE_SPMM_COO_ALG4 (row-major B/C)
-  blocked_ell_alg1,  // CUSPARSE_SPMM_BLOCKED_ELL_ALG1
-};
+// cuSPARSE SpMM (vendor/cusparse.cuh), one tag per algorithm (cusparse_alg, declared in
+// core/cusparse_alg.hpp); the external buffer is allocated once per plan and reused.
 template <cusparse_alg Alg = cusparse_alg::default_alg>
 struct cusparse_spmm {
   static constexpr cusparse_alg alg = Alg;

@@ -27,7 +27,7 @@
 #include "sdnn/formats/coo.hpp"
 #include "sdnn/formats/csr.hpp"
 #include "sdnn/formats/dense.hpp"
-#include "sdnn/policies/spmm.hpp"
+#include "sdnn/core/cusparse_alg.hpp"
 #include "sdnn/vendor/cublas.cuh"
 
 namespace sdnn::vendor {
