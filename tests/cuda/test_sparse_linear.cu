@@ -10,7 +10,7 @@
 #include <cuda_fp16.h>
 
 #include <sdnn/data/challenge_inputs.hpp>
-#include <sdnn/data/radixnet.cuh>
+#include <sdnn/kernels/radixnet.cuh>
 #include <sdnn/data/radixnet.hpp>
 #include <sdnn/io/challenge_tsv.hpp>
 #include <sdnn/io/mnist_idx.hpp>
