@@ -21,6 +21,7 @@
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/dense.hpp"
+#include "sdnn/kernels/epilogue.cuh"  // apply_epilogue
 
 namespace sdnn::vendor {
 
@@ -37,30 +38,6 @@ inline void cublas_check(cublasStatus_t st, char const* call, char const* file, 
 #define SDNN_CUBLAS_CHECK(call) ::sdnn::vendor::detail::cublas_check((call), #call, __FILE__, __LINE__)
 
 namespace sdnn::vendor {
-
-// True when epi(x, col) == x for every x and col (no pass needed after a vendor call).
-template <class Acc>
-inline bool is_identity(basic_epilogue<Acc> const& e) {
-  return e.bias == nullptr && e.bias_scalar == Acc(0) && !e.relu && !e.has_cap;
-}
-
-namespace detail {
-template <class T, class Acc>
-__global__ void apply_epilogue_kernel(dense_view<T> c, basic_epilogue<Acc> epi) {
-  for (std::int64_t i = blockIdx.x; i < c.rows; i += gridDim.x)
-    for (std::int64_t j = threadIdx.x; j < c.cols; j += blockDim.x)
-      c.data[i * c.ld + j] = value_cast<T>(epi(value_cast<Acc>(c.data[i * c.ld + j]), j));
-}
-}  // namespace detail
-
-// c = epi(c) in place (the unfused epilogue of the vendor baselines); nothing for identity.
-template <class T, class Acc>
-void apply_epilogue(dense_view<T> c, basic_epilogue<Acc> const& epi, cudaStream_t stream) {
-  if (is_identity(epi) || c.rows <= 0 || c.cols <= 0) return;
-  std::int64_t const blocks = c.rows < 65535 ? c.rows : 65535;
-  detail::apply_epilogue_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(c, epi);
-  SDNN_CUDA_CHECK_LAUNCH();
-}
 
 // An owning cuBLAS handle (move-only).
 class cublas_handle {

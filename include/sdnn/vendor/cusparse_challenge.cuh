@@ -23,6 +23,7 @@
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/csr.hpp"
 #include "sdnn/formats/dense.hpp"
+#include "sdnn/kernels/epilogue.cuh"  // apply_epilogue_rows_kernel
 #include "sdnn/vendor/cusparse.cuh"  // SDNN_CUSPARSE_CHECK
 
 namespace sdnn::vendor {
@@ -52,25 +53,6 @@ inline cusparseHandle_t cusparse_handle() {
   };
   thread_local holder hold;
   return hold.h;
-}
-
-// c[r, j] = epi(c[r, j]) for listed rows (rows == nullptr: r = i); flags[i] = 1 when any output
-// of the i-th listed row is nonzero. One block per listed row.
-template <class T, class Index, class Acc>
-__global__ void apply_epilogue_rows_kernel(dense_view<T> c, basic_epilogue<Acc> epi, Index const* rows,
-                                           Index const* count, Index max_count, int* flags) {
-  Index const n = count ? min(*count, max_count) : max_count;
-  for (Index i = blockIdx.x; i < n; i += gridDim.x) {
-    Index const r = rows ? rows[i] : i;
-    int any = 0;
-    for (std::int64_t j = threadIdx.x; j < c.cols; j += blockDim.x) {
-      Acc const v = epi(value_cast<Acc>(c(r, j)), j);
-      c(r, j) = value_cast<T>(v);
-      any |= v != Acc(0);
-    }
-    any = __syncthreads_or(any);
-    if (flags && threadIdx.x == 0 && any) flags[i] = 1;
-  }
 }
 
 }  // namespace detail
