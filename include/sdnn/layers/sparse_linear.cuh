@@ -23,6 +23,7 @@
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/kernels/challenge.cuh"
 #include "sdnn/kernels/spmm_dense_csc.cuh"
+#include "sdnn/ops/live_rows.cuh"
 #include "sdnn/policies/sparse_linear.hpp"
 #include "sdnn/vendor/cusparse_challenge.cuh"
 

@@ -36,6 +36,7 @@
 #include <thread>
 
 #include "sdnn/kernels/challenge.cuh"
+#include "sdnn/ops/live_rows.cuh"
 #endif
 
 namespace sdnn::pipeline {
