@@ -7,8 +7,8 @@ The layers, lowest first (a header may include its own folder or any folder of a
   -----  ----------  -----------------------------------------------------------------------
   0      core/       configuration, the error family, executors, buffers and the epilogue: what
                      every other header needs and that needs nothing of sdnn.
-  1      formats/    the sparse and dense containers, their views, validation, statistics and the
-                     host conversions between them (conv weights included).
+  1      formats/    the sparse and dense containers and weight formats (conv weights, csc tiles),
+                     their views, validation, statistics and the host conversions between them.
   1      io/         readers and writers of the file formats (Graph Challenge TSV, MatrixMarket,
                      MNIST IDX); beside formats, may include core, formats and data.
   1      data/       host generators of networks and inputs (RadiX-Net, Challenge inputs); beside
@@ -18,7 +18,7 @@ The layers, lowest first (a header may include its own folder or any folder of a
   3      vendor/     thin cuSPARSE / cuBLAS / cuDNN wrappers behind sdnn's views.
   3      policies/   tag types that name an algorithm, and the plan-time choice between them.
   4      ops/        public entry points and host plans: check arguments, dispatch on (executor,
-                     policy) to kernels, vendor or reference.
+                     policy) to kernels, vendor or reference (device conversions included).
   5      layers/     network layers (sparse linear, sparse convolution) built on ops.
   6      pipeline/   composition of layers: plan once, run many times on a stream.
   -      sdnn.hpp    the umbrella header (include/sdnn/*.hpp) may include everything.
