@@ -221,7 +221,7 @@ void reg_dense_sparse(double empty, bool skip) {
         st,
         [&] {
           if (skip) {
-            kernels::row_skip_plan<int> rows(y, e);
+            ops::row_skip_plan<int> rows(y, e);
             kernels::dense_csc_spmm(y, p.wt->view(), c, epi, rows.row_list(), rows.num_live(), static_cast<int>(ds_m),
                                     e.stream);
             rows.fill_empty_rows(c, epi, e.stream);

@@ -23,7 +23,7 @@
 #include <sdnn/reference/challenge.hpp>
 
 #if defined(__CUDACC__)
-#include <sdnn/data/radixnet.cuh>
+#include <sdnn/kernels/radixnet.cuh>
 #include <sdnn/formats/copy.cuh>
 #include <sdnn/pipeline/challenge.cuh>
 #endif

@@ -7,18 +7,18 @@
 // __half with float accumulation over several channel chunks is checked against ONE half
 // rounding of the exact result (the old kernel rounded once per chunk; the host test
 // "... catches per-chunk rounding" shows that this data would expose it). The device
-// pruning (pruning.cuh) must equal the host prune_uniform field for field.
+// pruning (ops/prune.cuh) must equal the host prune_uniform field for field.
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_conv_fixtures.hpp"
 
-#include <sdnn/conv/conv_weights.hpp>
-#include <sdnn/conv/direct_sparse_conv.cuh>
-#include <sdnn/conv/pruning.cuh>
-#include <sdnn/conv/pruning.hpp>
-#include <sdnn/conv/reference.hpp>
-#include <sdnn/conv/sparse_conv_layer.cuh>
+#include <sdnn/formats/conv_weights.hpp>
+#include <sdnn/ops/conv.cuh>
+#include <sdnn/ops/prune.cuh>
+#include <sdnn/ops/prune.hpp>
+#include <sdnn/reference/conv.hpp>
+#include <sdnn/layers/sparse_conv.cuh>
 #if defined(SDNN_HAS_CUDNN)
-#include <sdnn/conv/cudnn_conv.cuh>
+#include <sdnn/layers/cudnn_conv.cuh>
 #endif
 
 #include <cmath>

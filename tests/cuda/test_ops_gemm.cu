@@ -164,7 +164,7 @@ TEST_CASE("row_skip_plan counts, partitions and fills empty rows", "[cuda][ops][
     std::vector<int> counts(static_cast<std::size_t>(m));
     reference::row_nonzero_counts(dense_view<float const>{m, k, ld, a.data()}, counts.data());
     dev<float> da(a, m, k, ld, e);
-    kernels::row_skip_plan<int> plan(da.cview(), e);
+    ops::row_skip_plan<int> plan(da.cview(), e);
     std::vector<int> dcounts(static_cast<std::size_t>(m)), list(static_cast<std::size_t>(m)),
         empties(static_cast<std::size_t>(m));
     int n_empty = -1;
@@ -203,7 +203,7 @@ TEST_CASE("row_skip_plan counts, partitions and fills empty rows", "[cuda][ops][
     buffer<int, device_space> rp(5, e), ci(3, e);
     buffer<float, device_space> v(3, e);
     SDNN_CUDA_CHECK(cudaMemcpyAsync(rp.data(), h.row_ptr().data(), 20, cudaMemcpyHostToDevice, s));
-    kernels::row_skip_plan<int> plan(csr_view<float, int>{4, 3, 3, rp.data(), ci.data(), v.data()}, e);
+    ops::row_skip_plan<int> plan(csr_view<float, int>{4, 3, 3, rp.data(), ci.data(), v.data()}, e);
     std::vector<int> counts(4), list(4);
     SDNN_CUDA_CHECK(cudaMemcpyAsync(counts.data(), plan.counts(), 16, cudaMemcpyDeviceToHost, s));
     SDNN_CUDA_CHECK(cudaMemcpyAsync(list.data(), plan.row_list(), 16, cudaMemcpyDeviceToHost, s));

@@ -1,7 +1,7 @@
 // The device RadiX-Net generator against the host generator, entry by entry.
 #include "sdnn_gpu_test.cuh"
 
-#include <sdnn/data/radixnet.cuh>
+#include <sdnn/kernels/radixnet.cuh>
 #include <sdnn/data/radixnet.hpp>
 
 #include <cstdint>

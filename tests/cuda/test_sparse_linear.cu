@@ -10,7 +10,7 @@
 #include <cuda_fp16.h>
 
 #include <sdnn/data/challenge_inputs.hpp>
-#include <sdnn/data/radixnet.cuh>
+#include <sdnn/kernels/radixnet.cuh>
 #include <sdnn/data/radixnet.hpp>
 #include <sdnn/io/challenge_tsv.hpp>
 #include <sdnn/io/mnist_idx.hpp>
@@ -140,8 +140,8 @@ void check_dense_csc(std::int32_t rows, std::int32_t k, std::int32_t n, double k
       std::copy(bt.row_ptr().begin(), bt.row_ptr().end(), bt_t.row_ptr().begin());
       std::copy(bt.col_idx().begin(), bt.col_idx().end(), bt_t.col_idx().begin());
       for (std::size_t i = 0; i < bt.values().size(); ++i) bt_t.values()[i] = value_cast<T>(bt.values()[i]);
-      kernels::csc_tiles_host<T> th;
-      if (!kernels::build_csc_tiles(bt_t.view(), 256, 1024, th)) continue;
+      csc_tiles_host<T> th;
+      if (!build_csc_tiles(bt_t.view(), 256, 1024, th)) continue;
       auto up = [&](auto const& v) {
         using E = typename std::decay_t<decltype(v)>::value_type;
         host_buffer<E> hb(v.begin(), v.end());
@@ -151,7 +151,7 @@ void check_dense_csc(std::int32_t rows, std::int32_t k, std::int32_t n, double k
            nnz_ptr = up(th.nnz_ptr);
       auto lidx = up(th.lidx);
       auto vals = up(th.vals);
-      kernels::csc_tiles_view<T> tv{th.n, th.k, th.tiles, th.max_footprint, fp_ptr.data(), fp.data(), col_ptr.data(),
+      csc_tiles_view<T> tv{th.n, th.k, th.tiles, th.max_footprint, fp_ptr.data(), fp.data(), col_ptr.data(),
                                     cols.data(), nnz_ptr.data(), lidx.data(), vals.data()};
       if (use_list)
         kernels::tiled_csc_spmm<16, 256>(a, tv, c, epi, list_d.data(), cnt_d.data(), rows, static_cast<int*>(nullptr),

@@ -8,7 +8,7 @@
 #include "sdnn_spmm_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
-#include <sdnn/formats/convert.cuh>
+#include <sdnn/ops/convert.cuh>
 #include <sdnn/reference/spmm.hpp>
 #include <sdnn/vendor/cublas.cuh>
 #include <sdnn/vendor/cusparse.cuh>

@@ -5,11 +5,11 @@
 // All data are small integers, so every float comparison is exact (==).
 #include "sdnn_catch.hpp"
 
-#include <sdnn/conv/conv_shape.hpp>
-#include <sdnn/conv/conv_weights.hpp>
-#include <sdnn/conv/direct_conv_plan.hpp>
-#include <sdnn/conv/pruning.hpp>
-#include <sdnn/conv/reference.hpp>
+#include <sdnn/formats/conv_shape.hpp>
+#include <sdnn/formats/conv_weights.hpp>
+#include <sdnn/ops/conv.hpp>
+#include <sdnn/ops/prune.hpp>
+#include <sdnn/reference/conv.hpp>
 
 #include <algorithm>
 #include <cmath>

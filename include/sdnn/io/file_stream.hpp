@@ -132,7 +132,7 @@ class byte_reader {
   }
   std::string path_;
   std::FILE* file_ = nullptr;
-  gzFile_s* gz_ = nullptr;  // zlib's gzFile; a member in every build (null without zlib), so the
+  [[maybe_unused]] gzFile_s* gz_ = nullptr;  // zlib's gzFile; a member in every build (null without zlib), so the
                             // class has one layout whether or not a translation unit sees zlib
   bool gzipped_ = false;
 };
@@ -195,7 +195,7 @@ class byte_writer {
  private:
   std::string path_;
   std::FILE* file_ = nullptr;
-  gzFile_s* gz_ = nullptr;  // zlib's gzFile; a member in every build (null without zlib), so the
+  [[maybe_unused]] gzFile_s* gz_ = nullptr;  // zlib's gzFile; a member in every build (null without zlib), so the
                             // class has one layout whether or not a translation unit sees zlib
 };
 

@@ -28,11 +28,12 @@
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/plan.cuh"
-#include "sdnn/formats/convert.cuh"
+#include "sdnn/ops/convert.cuh"
 #include "sdnn/formats/convert.hpp"
 #include "sdnn/formats/copy.cuh"
 #include "sdnn/kernels/challenge.cuh"
 #include "sdnn/kernels/spmm_dense_csc.cuh"
+#include "sdnn/formats/csc_tiles.hpp"
 #include "sdnn/ops/dense_sparse.hpp"
 #include "sdnn/ops/rows.cuh"
 #include "sdnn/vendor/cusparse.cuh"
@@ -287,8 +288,8 @@ class dense_sparse_plan {
   // Footprint tiles of W^T (host), uploaded on exec.stream; the host arrays are read before
   // this returns (pageable copies are staged).
   void build_tiles(csr_view<T, std::int32_t> wt_host, cuda_exec exec) {
-    kernels::csc_tiles_host<T> th;
-    tiles_ok_ = kernels::build_csc_tiles(wt_host, inner::threads, inner::max_footprint, th);
+    csc_tiles_host<T> th;
+    tiles_ok_ = build_csc_tiles(wt_host, inner::threads, inner::max_footprint, th);
     if (!tiles_ok_) return;
     auto up = [&](auto const& v) { return to_device(v.data(), v.size(), exec); };
     t_fp_ptr_ = up(th.fp_ptr);
@@ -320,7 +321,7 @@ class dense_sparse_plan {
   buffer<std::int32_t, device_space> t_fp_ptr_, t_fp_, t_col_ptr_, t_cols_, t_nnz_ptr_;
   buffer<std::uint16_t, device_space> t_lidx_;
   buffer<T, device_space> t_vals_;
-  kernels::csc_tiles_view<T> tiles_;
+  csc_tiles_view<T> tiles_;
   // The vendor plan sizes its descriptors and (reuse) workspace at its first run and again when
   // the row count changes: mutable state of a baseline whose buffer policy is what it measures.
   mutable std::unique_ptr<vendor::cusparse_spmm_plan<T, std::int32_t>> spmm_;

@@ -11,14 +11,14 @@
 //                                         policy::choose_gemm picks plain or compacted
 //                                         with the current device's tuning table.
 // The empty-row forms compute A's statistics on every call (A is an activation matrix
-// that changes per call); pass a prepared kernels::row_skip_plan to reuse them.
+// that changes per call); pass a prepared ops::row_skip_plan to reuse them.
 #pragma once
 
 #include <cstdint>
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/kernels/gemm_tiled.cuh"
-#include "sdnn/kernels/row_skip.cuh"
+#include "sdnn/ops/row_skip.cuh"
 #include "sdnn/ops/gemm.hpp"
 #include "sdnn/vendor/cublas.cuh"
 
@@ -55,14 +55,14 @@ struct gemm_impl<cuda_exec, policy::skip_empty_rows_mask<Inner>> {
   static_assert(detail::is_tiled_gemm_v<Inner>, "skip_empty_rows_mask: the dense inner policy must be tiled_gemm");
   template <class T, class Acc>
   static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
-                  basic_epilogue<Acc> const& epi, kernels::row_skip_plan<std::int32_t> const& skip) {
+                  basic_epilogue<Acc> const& epi, ops::row_skip_plan<std::int32_t> const& skip) {
     SDNN_EXPECTS(skip.rows() == a.rows, "gemm: the row_skip_plan covers ", skip.rows(), " rows, A has ", a.rows);
     kernels::gemm_tiled<Inner, T, std::int32_t, Acc>(a, b, c, epi, nullptr, nullptr, a.rows, skip.counts(), e.stream);
   }
   template <class T, class Acc>
   static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
                   basic_epilogue<Acc> const& epi) {
-    kernels::row_skip_plan<std::int32_t> skip(a, e);
+    ops::row_skip_plan<std::int32_t> skip(a, e);
     run(e, a, b, c, epi, skip);
   }
 };
@@ -72,7 +72,7 @@ struct gemm_impl<cuda_exec, policy::skip_empty_rows_compact<Inner>> {
   static_assert(detail::is_tiled_gemm_v<Inner>, "skip_empty_rows_compact: the dense inner policy must be tiled_gemm");
   template <class T, class Acc>
   static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
-                  basic_epilogue<Acc> const& epi, kernels::row_skip_plan<std::int32_t> const& skip) {
+                  basic_epilogue<Acc> const& epi, ops::row_skip_plan<std::int32_t> const& skip) {
     SDNN_EXPECTS(skip.rows() == a.rows, "gemm: the row_skip_plan covers ", skip.rows(), " rows, A has ", a.rows);
     kernels::gemm_tiled<Inner, T, std::int32_t, Acc>(a, b, c, epi, skip.row_list(), skip.num_live(), a.rows, nullptr,
                                                      e.stream);
@@ -81,7 +81,7 @@ struct gemm_impl<cuda_exec, policy::skip_empty_rows_compact<Inner>> {
   template <class T, class Acc>
   static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
                   basic_epilogue<Acc> const& epi) {
-    kernels::row_skip_plan<std::int32_t> skip(a, e);
+    ops::row_skip_plan<std::int32_t> skip(a, e);
     run(e, a, b, c, epi, skip);
   }
 };
@@ -95,7 +95,7 @@ struct gemm_impl<cuda_exec, policy::automatic> {
     constexpr int k = sizeof(T) == 2 ? 16 : 8;
     using large = policy::tiled_gemm<128, 128, k>;
     using small = policy::tiled_gemm<64, 64, k>;
-    kernels::row_skip_plan<std::int32_t> skip(a, e);
+    ops::row_skip_plan<std::int32_t> skip(a, e);
     std::int64_t const live = a.rows ? skip.num_live_host(e) : 0;
     double const empty = a.rows ? 1.0 - static_cast<double>(live) / static_cast<double>(a.rows) : 0.0;
     auto const t = policy::tuning_for(::sdnn::detail::current_arch());  // policies/tuning.hpp
@@ -117,7 +117,7 @@ struct gemm_impl<cuda_exec, policy::automatic> {
 // C = epi(A * B) with a prepared empty-row plan (skip_empty_rows_mask / _compact only).
 template <class Policy, class T, class Acc>
 void gemm(cuda_exec exec, Policy, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
-          basic_epilogue<Acc> const& epi, kernels::row_skip_plan<std::int32_t> const& skip) {
+          basic_epilogue<Acc> const& epi, ops::row_skip_plan<std::int32_t> const& skip) {
   detail::check_gemm_args(a, b, c);
   gemm_impl<cuda_exec, Policy>::run(exec, a, b, c, epi, skip);
 }

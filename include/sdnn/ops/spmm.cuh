@@ -33,7 +33,7 @@
 #include "sdnn/core/memory.cuh"
 #include "sdnn/formats/stats.hpp"
 #include "sdnn/formats/convert.hpp"
-#include "sdnn/kernels/row_skip.cuh"
+#include "sdnn/ops/row_skip.cuh"
 #include "sdnn/kernels/spmm_coo.cuh"
 #include "sdnn/kernels/spmm_csr.cuh"
 #include "sdnn/kernels/spmm_csr_panels.cuh"
@@ -149,11 +149,11 @@ class csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<U, W, 
     kernels::spmm_csr_row_split<U, W>(a_, b, c, epi, skip_.row_list(), skip_.num_live(), a_.rows, e.stream, X);
     skip_.fill_empty_rows(c, epi, e.stream);
   }
-  kernels::row_skip_plan<Index> const& skip() const noexcept { return skip_; }
+  ops::row_skip_plan<Index> const& skip() const noexcept { return skip_; }
 
  private:
   csr_view<T, Index> a_;
-  kernels::row_skip_plan<Index> skip_;
+  ops::row_skip_plan<Index> skip_;
 };
 
 template <policy::cusparse_alg Alg, class T, class Index>

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "sdnn/core/config.hpp"
+#include "sdnn/core/cusparse_alg.hpp"
 #include "sdnn/policies/gemm.hpp"
 
 namespace sdnn::policy {
@@ -93,21 +94,11 @@ struct tiled_dense_spmm {};
 
 // Dense x sparse (Y * W, W sparse): see policies/dense_sparse.hpp (csc_gather, csc_tiled).
 
-// cuSPARSE SpMM (vendor/cusparse.cuh), one tag per algorithm. The external buffer is
-// allocated once per plan and reused (cusparse_buffer::reuse), or sized, allocated and freed
-// on every run (cusparse_buffer::per_call: the "buffer per call" baseline of the seed paper;
-// the one policy whose run() allocates, since that cost is what it measures).
-enum class cusparse_alg {
-  default_alg,       // CUSPARSE_SPMM_ALG_DEFAULT (CSR or COO)
-  csr_alg1,          // CUSPARSE_SPMM_CSR_ALG1
-  csr_alg2,          // CUSPARSE_SPMM_CSR_ALG2 (row-major B/C)
-  csr_alg3,          // CUSPARSE_SPMM_CSR_ALG3
-  coo_alg1,          // CUSPARSE_SPMM_COO_ALG1
-  coo_alg2,          // CUSPARSE_SPMM_COO_ALG2
-  coo_alg3,          // CUSPARSE_SPMM_COO_ALG3
-  coo_alg4,          // CUSPARSE_SPMM_COO_ALG4 (row-major B/C)
-  blocked_ell_alg1,  // CUSPARSE_SPMM_BLOCKED_ELL_ALG1
-};
+// cuSPARSE SpMM (vendor/cusparse.cuh), one tag per algorithm (cusparse_alg, declared in
+// core/cusparse_alg.hpp). The external buffer is allocated once per plan and reused
+// (cusparse_buffer::reuse), or sized, allocated and freed on every run
+// (cusparse_buffer::per_call: the "buffer per call" baseline of the seed paper; the one policy
+// whose run() allocates, since that cost is what it measures).
 enum class cusparse_buffer { reuse, per_call };
 template <cusparse_alg Alg = cusparse_alg::default_alg, cusparse_buffer Buffer = cusparse_buffer::reuse>
 struct cusparse_spmm {

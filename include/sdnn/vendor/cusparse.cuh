@@ -35,8 +35,8 @@
 #include "sdnn/formats/coo.hpp"
 #include "sdnn/formats/csr.hpp"
 #include "sdnn/formats/dense.hpp"
+#include "sdnn/core/cusparse_alg.hpp"
 #include "sdnn/kernels/epilogue.cuh"
-#include "sdnn/policies/spmm.hpp"
 
 namespace sdnn::vendor {
 

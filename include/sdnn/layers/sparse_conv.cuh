@@ -1,5 +1,5 @@
-// sdnn/conv/sparse_conv_layer.cuh - layers::sparse_conv2d / sparse_conv1d: direct sparse
-// convolution behind sdnn::layer<T>.
+// sdnn/layers/sparse_conv.cuh - layers::sparse_conv2d / sparse_conv1d: direct sparse
+// convolution (ops/conv.cuh) behind sdnn::layer<T>.
 //
 // Activations are batch x (C*H*W) row-major (= NCHW, rows contiguous: ld == cols); the
 // output is batch x (K*OH*OW). The layer fuses bias + ReLU (options::relu).
@@ -22,32 +22,14 @@
 #include <utility>
 #include <vector>
 
-#include "sdnn/conv/conv_weights.hpp"
-#include "sdnn/conv/direct_sparse_conv.cuh"
-#include "sdnn/conv/reference.hpp"
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/formats/conv_weights.hpp"
+#include "sdnn/kernels/conv_util.cuh"
+#include "sdnn/ops/conv.cuh"
 #include "sdnn/layers/layer.hpp"
+#include "sdnn/reference/conv.hpp"
 
-namespace sdnn::conv::detail {
-// Deterministic non-zero fill for tuning inputs (values in [-1, 1)).
-template <class T>
-__global__ void fill_hash_kernel(T* p, std::size_t n, std::uint32_t seed) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    p[i] = value_cast<T>(float(h & 0xffff) / 32768.0f - 1.0f);
-  }
-}
-template <class T>
-void fill_hash(T* p, std::size_t n, std::uint32_t seed, cuda_exec exec) {
-  if (n == 0) return;
-  fill_hash_kernel<<<1024, 256, 0, exec.stream>>>(p, n, seed);
-  SDNN_CUDA_CHECK_LAUNCH();
-}
-}  // namespace sdnn::conv::detail
 
 namespace sdnn::layers {
 

@@ -1,7 +1,8 @@
-// sdnn/conv/direct_conv_plan.hpp - host-side planning of direct_sparse_conv (no CUDA):
+// sdnn/ops/conv.hpp - host-side planning of direct_sparse_conv (no CUDA):
 // the compiled variants, the run-time block shape (direct_conv_config), the geometry it
 // implies on a layer (tile, input window, channel chunks, k-split) and the candidates the
-// plan-time tuning run tries. The kernel itself is in direct_sparse_conv.cuh.
+// plan-time tuning run tries. The kernel is in
+// kernels/direct_sparse_conv.cuh, the device weights and the call in ops/conv.cuh.
 #pragma once
 
 #include <algorithm>
@@ -10,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "sdnn/conv/conv_shape.hpp"
-#include "sdnn/conv/policies.hpp"
+#include "sdnn/formats/conv_shape.hpp"
+#include "sdnn/policies/conv.hpp"
 #include "sdnn/core/error.hpp"
 
 namespace sdnn::conv {

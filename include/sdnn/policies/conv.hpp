@@ -1,9 +1,10 @@
-// sdnn/conv/policies.hpp - tag types selecting a convolution algorithm.
+// sdnn/policies/conv.hpp - tag types selecting a convolution algorithm.
 #pragma once
 
 namespace sdnn::policy {
 
-// Direct sparse convolution (Escoin-style, uniform-nnz rows; conv/direct_sparse_conv.cuh).
+// Direct sparse convolution (Escoin-style, uniform-nnz rows; kernels/direct_sparse_conv.cuh,
+// planned in ops/conv.hpp, run by ops/conv.cuh).
 // One block computes KGroup output channels over an output tile for SubBatch images:
 //   - the input tile (a chunk of channels at a time) and the chunk's weights + offsets are
 //     staged in shared memory; each weight is reused across the SubBatch images (stored
@@ -22,7 +23,7 @@ struct direct_sparse_conv {
   static_assert(KGroup * Pixels * SubBatch <= 128, "direct_sparse_conv: too many register accumulators");
 };
 
-// Dense convolution through cuDNN (the baseline; conv/cudnn_conv.cuh).
+// Dense convolution through cuDNN (the baseline; vendor/cudnn_conv.cuh).
 struct cudnn_conv {};
 
 }  // namespace sdnn::policy

@@ -1,4 +1,6 @@
-// sdnn/data/radixnet.cuh - the RadiX-Net challenge networks generated straight into device memory.
+// sdnn/kernels/radixnet.cuh - the RadiX-Net challenge networks generated straight into device memory:
+// the fill kernel and the calls that launch it (the host generator is data/radixnet.hpp; the
+// device one lives in kernels/ because data/ sits below the kernels).
 //
 // Same networks, bit for bit, as the host generator (sdnn/data/radixnet.hpp): the block's
 // row permutation is computed on the host (a Fisher-Yates shuffle is sequential and costs

@@ -1,4 +1,4 @@
-// sdnn/conv/reference.hpp - plain host direct convolution (the oracle), double accumulation.
+// sdnn/reference/conv.hpp - plain host direct convolution (the oracle), double accumulation.
 //
 //   out[n][k][oy][ox] = act( bias[k] + sum_{c,r,s} w[k][c][r][s] *
 //                            in[n][c][oy*stride_h - pad_h + r*dil_h][ox*stride_w - pad_w + s*dil_w] )
@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "sdnn/conv/conv_shape.hpp"
-#include "sdnn/conv/conv_weights.hpp"
+#include "sdnn/formats/conv_shape.hpp"
+#include "sdnn/formats/conv_weights.hpp"
 #include "sdnn/core/types.hpp"
 
 namespace sdnn::conv {

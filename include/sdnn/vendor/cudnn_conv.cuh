@@ -1,6 +1,7 @@
-// sdnn/conv/cudnn_conv.cuh - layers::cudnn_conv2d: the dense convolution baseline through
-// cuDNN, behind the same sdnn::layer<T> interface as sparse_conv2d (needs SDNN_HAS_CUDNN,
-// i.e. linking sdnn::cudnn; without it this header declares nothing).
+// sdnn/vendor/cudnn_conv.cuh - vendor::cudnn_conv2d: the dense convolution baseline through
+// cuDNN (needs SDNN_HAS_CUDNN, i.e. linking sdnn::cudnn; without it this header declares
+// nothing). layers/cudnn_conv.cuh puts it behind the same sdnn::layer<T> interface as
+// sparse_conv2d (layers::cudnn_conv2d).
 //
 // plan(batch, ...) SYNCHRONISES: it uploads the weights, sets the descriptors and lets cuDNN
 // time every forward algorithm (cudnnFindConvolutionForwardAlgorithm) and keeps the fastest
@@ -20,11 +21,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "sdnn/conv/conv_shape.hpp"
-#include "sdnn/conv/reference.hpp"
 #include "sdnn/core/cuda.cuh"
+#include "sdnn/core/exec.hpp"
 #include "sdnn/core/memory.cuh"
-#include "sdnn/layers/layer.hpp"
+#include "sdnn/formats/conv_shape.hpp"
+#include "sdnn/formats/dense.hpp"
+#include "sdnn/kernels/conv_util.cuh"
+#include "sdnn/reference/conv.hpp"
 
 namespace sdnn::detail {
 inline void cudnn_check(cudnnStatus_t st, char const* call, char const* file, int line) {
@@ -38,23 +41,11 @@ inline void cudnn_check_noexcept(cudnnStatus_t st, char const* what) noexcept {
 }  // namespace sdnn::detail
 #define SDNN_CUDNN_CHECK(call) ::sdnn::detail::cudnn_check((call), #call, __FILE__, __LINE__)
 
-namespace sdnn::conv::detail {
-// y[n][k][..] = relu?(y + bias[k]) over N*K*HW elements.
-template <class T>
-__global__ void bias_relu_kernel(T* y, std::size_t n, int K, std::int64_t hw, float const* bias, int relu) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    float v = value_cast<float>(y[i]);
-    if (bias) v += bias[(i / hw) % K];
-    if (relu && v < 0.0f) v = 0.0f;
-    y[i] = value_cast<T>(v);
-  }
-}
-}  // namespace sdnn::conv::detail
+namespace sdnn::vendor {
 
-namespace sdnn::layers {
-
+// The plan behind layers::cudnn_conv2d (same members; see the file comment).
 template <class T>
-class cudnn_conv2d : public layer<T> {
+class cudnn_conv2d {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, __half>, "cudnn_conv2d: T must be float or __half");
 
  public:
@@ -67,7 +58,7 @@ class cudnn_conv2d : public layer<T> {
     SDNN_EXPECTS(bias_.empty() || bias_.size() == static_cast<std::size_t>(s_.K), "cudnn_conv2d: bias must have K = ",
                  s_.K, " entries (or none), got ", bias_.size());
   }
-  ~cudnn_conv2d() override {
+  ~cudnn_conv2d() {
     using ::sdnn::detail::cudnn_check_noexcept;
     if (x_) cudnn_check_noexcept(cudnnDestroyTensorDescriptor(x_), "cudnnDestroyTensorDescriptor");
     if (y_) cudnn_check_noexcept(cudnnDestroyTensorDescriptor(y_), "cudnnDestroyTensorDescriptor");
@@ -78,8 +69,8 @@ class cudnn_conv2d : public layer<T> {
   cudnn_conv2d(cudnn_conv2d const&) = delete;
   cudnn_conv2d& operator=(cudnn_conv2d const&) = delete;
 
-  std::string name() const override { return "cudnn_conv2d"; }
-  std::int64_t out_features(std::int64_t in_features) const override {
+  std::string name() const { return "cudnn_conv2d"; }
+  std::int64_t out_features(std::int64_t in_features) const {
     SDNN_EXPECTS(in_features == s_.in_features(), name(), ": expects C*H*W = ", s_.in_features(),
                  " input features, got ", in_features);
     return s_.out_features();
@@ -88,7 +79,7 @@ class cudnn_conv2d : public layer<T> {
   cudnnMathType_t math_type() const { return math_; }
 
   // Synchronises (upload + cudnnFindConvolutionForwardAlgorithm).
-  void plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) override {
+  void plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) {
     out_features(in_features);
     SDNN_EXPECTS(batch >= 1, name(), ": batch must be >= 1, got ", batch);
     if (!h_) {
@@ -137,7 +128,7 @@ class cudnn_conv2d : public layer<T> {
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
   }
 
-  void forward(host_exec, dense_view<T const> in, dense_view<T> out) override {
+  void forward(host_exec, dense_view<T const> in, dense_view<T> out) {
     check_views(in, out);
     auto const y = conv::conv_reference(s_, in.rows, in.data, w_.data(), bias_.empty() ? nullptr : bias_.data(), relu_);
     for (std::int64_t i = 0; i < out.rows; ++i)
@@ -146,7 +137,7 @@ class cudnn_conv2d : public layer<T> {
   }
 
   // Needs plan() for this batch size first.
-  void forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) override {
+  void forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) {
     check_views(in, out);
     SDNN_EXPECTS(h_ && in.rows == batch_, name(), ": plan(", in.rows, ", ...) must run before forward; planned for ",
                  batch_);
@@ -156,9 +147,8 @@ class cudnn_conv2d : public layer<T> {
                                              &zero, y_, out.data));
     if (relu_ || !bias_.empty()) {
       std::size_t const n = static_cast<std::size_t>(out.rows * out.cols);
-      conv::detail::bias_relu_kernel<<<2048, 256, 0, exec.stream>>>(
-          out.data, n, s_.K, std::int64_t(s_.OH()) * s_.OW(), bias_.empty() ? nullptr : bdev_.data(), relu_ ? 1 : 0);
-      SDNN_CUDA_CHECK_LAUNCH();
+      conv::detail::bias_relu(out.data, n, s_.K, std::int64_t(s_.OH()) * s_.OW(),
+                              bias_.empty() ? nullptr : bdev_.data(), relu_, exec);
     }
   }
 
@@ -195,6 +185,6 @@ class cudnn_conv2d : public layer<T> {
   device_buffer<unsigned char> ws_;
 };
 
-}  // namespace sdnn::layers
+}  // namespace sdnn::vendor
 
 #endif  // SDNN_HAS_CUDNN

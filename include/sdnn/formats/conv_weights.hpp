@@ -1,4 +1,4 @@
-// sdnn/conv/conv_weights.hpp - the uniform-row sparse weight format of direct sparse
+// sdnn/formats/conv_weights.hpp - the uniform-row sparse weight format of direct sparse
 // convolution, and the per-tile layout the device kernel derives from it at plan time.
 //
 // sparse_conv_weights<T>: one CSR row per output channel k, every row with the same
@@ -12,7 +12,7 @@
 // + ox*stride_w]: no index arithmetic per entry. Offsets are strictly increasing in a row.
 //
 // tiled_conv_entries<T>: the same weights re-addressed for a shared-memory tile of the
-// input (cc channels x sh rows x sw columns, see direct_sparse_conv.cuh), split by channel
+// input (cc channels x sh rows x sw columns, see kernels/direct_sparse_conv.cuh), split by channel
 // chunk (chunk j = channels [j*cc, (j+1)*cc)) and stored chunk-major:
 //     entries of (chunk j, channel k) = [ptr[j*K + k], ptr[j*K + k + 1]),  ptr has nchunks*K + 1 entries
 //     tile offset = ((c - j*cc)*sh + r*dil_h)*sw + s*dil_w
@@ -24,8 +24,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "sdnn/conv/conv_shape.hpp"
-#include "sdnn/conv/pruning.hpp"
+#include "sdnn/formats/conv_shape.hpp"
+#include "sdnn/formats/pruned_weights.hpp"
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/csr.hpp"

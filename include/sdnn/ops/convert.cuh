@@ -1,4 +1,4 @@
-// sdnn/formats/convert.cuh - device conversions among COO, CSR, ELL, tiled-dense and dense.
+// sdnn/ops/convert.cuh - device conversions among COO, CSR, ELL, tiled-dense and dense.
 //
 // Same names as the host conversions (formats/convert.hpp), with a trailing cuda_exec;
 // inputs and results live in device_space:
@@ -7,7 +7,7 @@
 //   transpose(csr matrix or device csr_view).
 // Everything is enqueued on exec.stream (allocations too: cudaMallocAsync) and built from
 // CUB / Thrust primitives (radix sort, exclusive scan, reduce, segmented reduce, select,
-// vectorised binary search) plus one-thread-per-element copy kernels. These functions
+// vectorised binary search) plus one-thread-per-element copy kernels (kernels/for_each.cuh). These functions
 // never synchronise, EXCEPT where an output size must be read back to allocate the
 // result; each such function says "Synchronises exec.stream" in its comment:
 //   to_ell (the longest row), to_csr / to_coo from dense or tiled (nnz),
@@ -39,28 +39,10 @@
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/convert.hpp"
 #include "sdnn/formats/copy.cuh"
+#include "sdnn/kernels/for_each.cuh"
 
 namespace sdnn {
 namespace detail {
-
-inline constexpr int convert_block_threads = 256;
-
-template <class F>
-__global__ void for_each_index_kernel(std::int64_t n, F f) {
-  std::int64_t const stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
-}
-
-// Runs f(i) for every i in [0, n) on exec.stream: one thread per index, grid-stride
-// (at most 2^20 blocks), for the element-wise copy / scatter steps.
-template <class F>
-void for_each_index(std::int64_t n, F f, cuda_exec exec) {
-  if (n <= 0) return;
-  auto const blocks = static_cast<unsigned>(
-      std::min<std::int64_t>((n + convert_block_threads - 1) / convert_block_threads, std::int64_t(1) << 20));
-  for_each_index_kernel<<<blocks, convert_block_threads, 0, exec.stream>>>(n, f);
-  SDNN_CUDA_CHECK_LAUNCH();
-}
 
 // Two-phase CUB call: f(temp, bytes) sizes the temporary storage, then runs with it.
 template <class F>

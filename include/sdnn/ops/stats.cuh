@@ -1,4 +1,4 @@
-// sdnn/formats/stats.cuh - matrix_stats of a device CSR, through CUB reductions.
+// sdnn/ops/stats.cuh - matrix_stats of a device CSR, through CUB reductions.
 //
 // compute_stats(csr, [tile_rows, tile_cols,] cuda_exec) reduces the same integers as the
 // host version (min / max / sum of squares of the row lengths, empty rows, occupied
@@ -18,7 +18,7 @@
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/exec.hpp"
 #include "sdnn/core/memory.cuh"
-#include "sdnn/formats/convert.cuh"
+#include "sdnn/ops/convert.cuh"
 #include "sdnn/formats/stats.hpp"
 
 namespace sdnn {

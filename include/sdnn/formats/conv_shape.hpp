@@ -1,4 +1,4 @@
-// sdnn/conv/conv_shape.hpp - the geometry of one convolution layer (2-D or 1-D).
+// sdnn/formats/conv_shape.hpp - the geometry of one convolution layer (2-D or 1-D).
 //
 // Input NCHW (batch x C x H x W), weights K x C x R x S, output NKOHOW (batch x K x OH x OW):
 //   OH = (H + 2*pad_h - dil_h*(R-1) - 1) / stride_h + 1      (likewise OW)
