@@ -48,8 +48,12 @@
 //    operations on the same operands in any one fixed order, so computing the representative
 //    (in the reference order) and broadcasting it is bit-identical. Exact: hash each column,
 //    sort by hash, then compare candidates entry by entry. Representative = smallest column
-//    of the class. In RadiX-Net layers W(i, j) depends on j only through j mod N/16, so every
-//    layer folds 16-fold with representative[j] = j mod N/16 (period N/16).
+//    of the class. In RadiX-Net layers W(i, j) depends on j only through j mod M (M = N/16),
+//    so every layer folds at least 16-fold (representative[j] = j mod M, period M); the last
+//    layer of each K-layer block folds 32-fold (period M/2): its stride is s = M/2, so columns
+//    q and q + M/2 both draw from the rows of residues {q, q + M/2} (measured on the official
+//    1024 x 120 network and on generated 4096 layers, see the tests). The proof finds what the
+//    weights hold; nothing is assumed from N.
 //
 // 3. Sparse first layer (check_binary_inputs + prove_sparse_first_layer). Layer 1 computed
 //    from the input CSR may sum a row's terms in any order (e.g. split among threads). That is
