@@ -171,6 +171,7 @@ TEST_CASE("challenge structure: the official 1024 x 120 network satisfies every 
   REQUIRE(off.folding.empty());
   REQUIRE(has(off.first_layer.status.why(), "disabled"));
   REQUIRE(!off.may_retire_on_entry(5));
+  REQUIRE(off.saturation.retire_from() == -1);
   REQUIRE(off.summary() == "retirement: off; folding: off; sparse first layer: off");
 }
 

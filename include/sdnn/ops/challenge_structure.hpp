@@ -168,11 +168,12 @@ struct saturation_proof {
                                            // layer that is not (the suffix proof holds after it)
 
   // The smallest l with suffix_fixed[l]: rows all-cap on entry to a layer >= this retire.
-  // L when no non-empty suffix is proven.
+  // L when no non-empty suffix is proven; -1 when the proof was not run (suffix_fixed empty).
   std::int32_t retire_from() const {
+    if (suffix_fixed.empty()) return -1;
     std::int32_t l = static_cast<std::int32_t>(suffix_fixed.size()) - 1;
     while (l > 0 && suffix_fixed[static_cast<std::size_t>(l) - 1]) --l;
-    return l < 0 ? 0 : l;
+    return l;
   }
 };
 
