@@ -14,6 +14,8 @@
 // capture during a warm-up run) are excluded, as in the official rules. The rate is
 // inputs * total nonzeros of all layers / seconds (edges/s).
 #include <sdnn/data/challenge_inputs.hpp>
+#include <sdnn/data/distinct_inputs.hpp>
+#include <sdnn/ops/challenge_engine.hpp>
 #include <sdnn/data/radixnet.hpp>
 #include <sdnn/io/challenge_tsv.hpp>
 #include <sdnn/io/mnist_idx.hpp>
@@ -26,6 +28,7 @@
 #include <sdnn/kernels/radixnet.cuh>
 #include <sdnn/formats/copy.cuh>
 #include <sdnn/pipeline/challenge.cuh>
+#include <sdnn/ops/challenge_engine.cuh>
 #endif
 
 #include <algorithm>
@@ -124,6 +127,8 @@ struct outcome {
   double seconds = 0;
   std::int64_t connections = 0;
   std::int64_t batches = 0;
+  std::string engine;  // the depth-first engine: what it computed and which proofs held (else empty)
+  std::string engine_json;
 };
 
 // Layer sources: layer l (0-based) as a host CSR (N x N, row = input neuron).
@@ -200,6 +205,82 @@ outcome run_device(std::int32_t layers_n, float bias, layer_source const& make, 
 }
 #endif
 
+#if defined(__CUDACC__)
+// The depth-first engine (ops::challenge_engine_plan, issue 10) from host layers: plan (proofs,
+// uploads), one warm-up run, then `reps` timed ones (median; reps = 0: 5 when the warm-up took
+// under a second, else 1). Inference seconds as for the pipelines: inputs on the device ->
+// categories on the host.
+outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make, host_csr const& inputs, int reps,
+                   ops::challenge_engine_options opt) {
+  cudaStream_t s;
+  SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cuda_exec exec{s};
+  outcome out;
+  {
+    std::vector<host_csr> ws;
+    for (std::int32_t l = 0; l < layers_n; ++l) ws.push_back(make(l));
+    ops::challenge_engine_plan plan(ws, bias, exec, opt);
+    ws.clear();
+    auto in_d = to_device(inputs, exec);
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
+    auto w0 = std::chrono::steady_clock::now();
+    auto warm = plan.run(exec, in_d.view());
+    double const warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    if (reps <= 0) reps = warm_s < 1.0 ? 5 : 1;
+    std::vector<double> times;
+    for (int i = 0; i < reps; ++i) {
+      SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
+      auto t0 = std::chrono::steady_clock::now();
+      auto r = plan.run(exec, in_d.view());  // synchronises at the end (reads the categories back)
+      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      SDNN_EXPECTS(r.categories == warm.categories, "graph_challenge: categories changed between runs");
+    }
+    std::sort(times.begin(), times.end());
+    out.seconds = times[times.size() / 2];
+    out.categories = std::move(warm.categories);
+    out.connections = plan.connections();
+    out.batches = warm.batches;
+    double fmin = 1e300, fmax = 0;
+    for (double f : plan.fold_factors()) {
+      fmin = std::min(fmin, f);
+      fmax = std::max(fmax, f);
+    }
+    char buf[768];
+    std::snprintf(buf, sizeof buf,
+                  "rows x layers computed %lld of %lld; layers skipped %lld (over %lld batches of %d rows); rows "
+                  "retired as all-cap %lld; fold factor %.0f..%.0f; %s",
+                  static_cast<long long>(warm.row_layers),
+                  static_cast<long long>(inputs.rows()) * static_cast<long long>(layers_n),
+                  static_cast<long long>(warm.layers_skipped), static_cast<long long>(warm.batches),
+                  plan.rows_per_block(), static_cast<long long>(warm.retired), fmin, fmax, plan.summary().c_str());
+    out.engine = buf;
+    std::snprintf(buf, sizeof buf,
+                  ",\"row_layers\":%lld,\"layers_skipped\":%lld,\"retired\":%lld,\"fold_min\":%.0f,\"fold_max\":%.0f,"
+                  "\"retirement_proven_from\":%d",
+                  static_cast<long long>(warm.row_layers), static_cast<long long>(warm.layers_skipped),
+                  static_cast<long long>(warm.retired), fmin, fmax,
+                  opt.structure.retirement ? plan.structure().saturation.retire_from() : -1);
+    out.engine_json = buf;
+    std::fprintf(stderr, "  (engine warm-up run %.4f s; %d timed runs)\n", warm_s, reps);
+  }
+  SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
+  SDNN_CUDA_CHECK(cudaStreamDestroy(s));
+  return out;
+}
+#endif
+
+// The depth-first engine's --policy names: all proofs on, or one or both switched off.
+bool engine_policy(std::string const& name, ops::challenge_engine_options& opt) {
+  if (name == "depth_first") return true;
+  if (name == "depth_first_no_retirement") return opt.structure.retirement = false, true;
+  if (name == "depth_first_no_folding") return opt.structure.folding = false, true;
+  if (name == "depth_first_plain") {
+    opt.structure.retirement = opt.structure.folding = false;
+    return true;
+  }
+  return false;
+}
+
 // Calls f(Policy{}) for the named policy.
 template <class F>
 void with_policy(std::string const& name, F&& f) {
@@ -217,7 +298,8 @@ void with_policy(std::string const& name, F&& f) {
   if (name == policy::name<cusparse_filter_rows>()) return f(cusparse_filter_rows{});
   SDNN_FAIL("graph_challenge: unknown --policy '", name, "'; known: ", policy::name<sparse_linear_default>(),
             " (default), skip_empty_rows_csc_tiled{8,32}, skip_empty_rows_csc_gather{4,8,16,32}, csc_gather16, "
-            "cusparse_reuse_buffer, cusparse_buffer_per_call, cusparse_filter_rows");
+            "cusparse_reuse_buffer, cusparse_buffer_per_call, cusparse_filter_rows, and the depth-first engine: "
+            "depth_first, depth_first_no_retirement, depth_first_no_folding, depth_first_plain");
 }
 
 void print_summary(std::int32_t n, std::int32_t layers_n, std::int64_t inputs, outcome const& o,
@@ -235,19 +317,21 @@ void print_summary(std::int32_t n, std::int32_t layers_n, std::int64_t inputs, o
   else
     std::printf("backend:           host (sequential reference; device policies do not apply)\n");
   std::printf("GPU:               %s\n", backend == "cuda" ? m.gpu_name.c_str() : "none (host backend)");
+  if (!o.engine.empty()) std::printf("engine:            %s\n", o.engine.c_str());
 }
 
 std::string json_line(std::int32_t n, std::int32_t layers_n, std::int64_t inputs, outcome const& o,
                       std::string const& backend, std::string const& policy_name, machine const& m) {
   double const rate = o.seconds > 0 ? static_cast<double>(inputs) * static_cast<double>(o.connections) / o.seconds : 0;
-  char buf[1024];
+  char buf[2048];
   std::snprintf(buf, sizeof buf,
                 "{\"family\":\"graph_challenge\",\"gpu\":\"%s\",\"cuda\":\"%s\",\"date\":\"%s\",\"neurons\":%d,"
                 "\"layers\":%d,\"inputs\":%lld,\"connections\":%lld,\"seconds\":%.6g,\"edges_per_second\":%.6g,"
-                "\"policy\":\"%s\",\"backend\":\"%s\",\"categories\":%zu,\"batches\":%lld}",
+                "\"policy\":\"%s\",\"backend\":\"%s\",\"categories\":%zu,\"batches\":%lld%s}",
                 backend == "cuda" ? m.gpu_name.c_str() : "none", m.cuda_version.c_str(), today().c_str(), n, layers_n,
                 static_cast<long long>(inputs), static_cast<long long>(o.connections), o.seconds, rate,
-                policy_name.c_str(), backend.c_str(), o.categories.size(), static_cast<long long>(o.batches));
+                policy_name.c_str(), backend.c_str(), o.categories.size(), static_cast<long long>(o.batches),
+                o.engine_json.c_str());
   return buf;
 }
 
@@ -272,6 +356,15 @@ int cmd_infer(options const& o, machine const& m) {
   auto const inputs = io::read_challenge_images(in_path, n);
   outcome res;
   std::string pname;
+  ops::challenge_engine_options eopt;
+  if (engine_policy(o.get("policy"), eopt)) {
+    SDNN_EXPECTS(backend == "cuda", "graph_challenge: the depth-first engine needs --backend cuda");
+    pname = o.get("policy");
+#if defined(__CUDACC__)
+    res = run_engine(layers_n, bias, [&](std::int32_t l) { return io::read_challenge_layer(layer_path(dir, n, l + 1), n); },
+                     inputs, 1, eopt);
+#endif
+  } else
   with_policy(o.get("policy"), [&](auto tag) {
     using P = decltype(tag);
     pname = policy::name<P>();
@@ -330,11 +423,24 @@ int cmd_bench(options const& o, machine const& m) {
   auto const images = static_cast<std::int32_t>(o.num("images", 60000));
   std::uint64_t const seed = static_cast<std::uint64_t>(o.num("seed", 2026));
   auto const mnist = io::read_idx_images(o.get("mnist", default_mnist()));
-  auto const inputs = data::challenge_inputs_from_mnist(mnist, n, images);
+  // `images` distinct images (issue 10): digit n mod 10000 shifted by a small offset chosen from
+  // n / 10000 (data/distinct_inputs.hpp), so no input repeats and no de-duplication is flattered.
+  auto const inputs = data::distinct_challenge_inputs(mnist, n, images);
   float const bias = data::challenge_bias(n);
   std::string const backend = m.gpu ? "cuda" : "host";
   outcome res;
   std::string pname;
+  ops::challenge_engine_options eopt;
+  if (engine_policy(o.get("policy"), eopt)) {
+    SDNN_EXPECTS(m.gpu, "graph_challenge: the depth-first engine needs a CUDA device");
+    pname = o.get("policy");
+#if defined(__CUDACC__)
+    bool const official = n == 1024 && layers_n <= 120 && o.get("seed") == "";
+    res = run_engine(layers_n, bias,
+                     [&](std::int32_t l) { return official ? data::official_1024_layer(l) : data::radixnet_layer(n, l, seed); },
+                     inputs, static_cast<int>(o.num("reps", 0)), eopt);
+#endif
+  } else
   with_policy(o.get("policy"), [&](auto tag) {
     using P = decltype(tag);
     pname = policy::name<P>();

@@ -36,6 +36,9 @@
 #include "sdnn/policies/dense_sparse.hpp"
 #include "sdnn/ops/dense_sparse.hpp"
 #include "sdnn/core/plan.hpp"
+#include "sdnn/ops/challenge_structure.hpp"
+#include "sdnn/ops/challenge_engine.hpp"
+#include "sdnn/data/distinct_inputs.hpp"
 #include "sdnn/layers/sparse_linear.hpp"
 #include "sdnn/pipeline/sequential.hpp"
 #include "sdnn/pipeline/challenge.hpp"
@@ -50,6 +53,7 @@
 #if defined(__CUDACC__)
 #include "sdnn/ops/dense_sparse.cuh"
 #include "sdnn/ops/rows.cuh"
+#include "sdnn/ops/challenge_engine.cuh"
 #include "sdnn/kernels/epilogue.cuh"
 #include "sdnn/layers/sparse_linear.cuh"
 #include "sdnn/pipeline/sequential.cuh"

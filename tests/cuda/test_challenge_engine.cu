@@ -1,0 +1,232 @@
+// The depth-first Graph Challenge engine (ops::challenge_engine_plan) against the host reference
+// (reference::challenge_infer): categories equal and final activations bitwise equal, with
+// every combination of the structure proofs on and off, on the official 1024 x 120 network, on
+// generated networks, and on networks built to break each proof.
+#include "sdnn_gpu_test.cuh"
+#include "sdnn_test_util.hpp"
+
+#include <sdnn/sdnn.hpp>
+#include <sdnn/ops/challenge_engine.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace sdnn;
+
+namespace {
+
+using layer_t = csr_matrix<float, std::int32_t>;
+
+struct stream_guard {
+  cudaStream_t s = nullptr;
+  stream_guard() { SDNN_CUDA_CHECK(cudaStreamCreate(&s)); }
+  ~stream_guard() {
+    cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  }
+};
+
+std::vector<float> dense_of(layer_t const& y) {
+  std::vector<float> d(static_cast<std::size_t>(y.rows()) * y.cols(), 0.f);
+  for (std::int32_t i = 0; i < y.rows(); ++i)
+    for (std::int32_t p = y.row_ptr()[i]; p < y.row_ptr()[i + 1]; ++p)
+      d[static_cast<std::size_t>(i) * y.cols() + y.col_idx()[p]] = y.values()[p];
+  return d;
+}
+
+// Runs the engine with the given options and compares with the reference: categories equal,
+// final activations bitwise equal (NaN positions equal, when the network makes NaNs).
+void check_engine(std::vector<layer_t> const& ws, float bias, layer_t const& inputs, cuda_exec exec,
+                  ops::challenge_engine_options opt, std::string const& what) {
+  INFO(what << " (retirement " << opt.structure.retirement << ", folding " << opt.structure.folding
+            << ", rows per block " << opt.rows_per_block << ")");
+  auto const ref = reference::challenge_infer(inputs, ws, bias, opt.cap);
+  auto const cats = reference::challenge_categories(ref);
+  auto const want = dense_of(ref);
+  ops::challenge_engine_plan plan(ws, bias, exec, opt);
+  INFO(plan.summary());
+  auto d_in = to_device(inputs, exec);
+  auto const r = plan.run(exec, d_in.view(), true);
+  REQUIRE(r.categories == cats);
+  REQUIRE(r.final.size() == want.size());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    bool const same = std::isnan(want[i]) ? std::isnan(r.final[i]) : std::memcmp(&want[i], &r.final[i], 4) == 0;
+    if (!same && bad++ < 5) INFO("element " << i << ": got " << r.final[i] << ", want " << want[i]);
+  }
+  REQUIRE(bad == 0);
+  // the counters tell what ran
+  REQUIRE(r.row_layers <= static_cast<std::int64_t>(inputs.rows()) * static_cast<std::int64_t>(ws.size()));
+  if (!opt.structure.retirement) REQUIRE(r.retired == 0);
+  // a second run of the same plan gives the same categories (the queue and counters reset)
+  REQUIRE(plan.run(exec, d_in.view()).categories == cats);
+}
+
+void check_all_options(std::vector<layer_t> const& ws, float bias, layer_t const& inputs, cuda_exec exec,
+                       std::string const& what, std::vector<int> rows_per_block = {0}) {
+  for (bool retire : {true, false})
+    for (bool fold : {true, false})
+      for (int rpb : rows_per_block) {
+        ops::challenge_engine_options opt;
+        opt.structure.retirement = retire;
+        opt.structure.folding = fold;
+        opt.rows_per_block = rpb;
+        check_engine(ws, bias, inputs, exec, opt, what);
+      }
+}
+
+layer_t first_rows(layer_t const& y, std::int32_t k) {
+  layer_t c(k, y.cols(), y.row_ptr()[k]);
+  std::copy(y.row_ptr().begin(), y.row_ptr().begin() + k + 1, c.row_ptr().begin());
+  std::copy(y.col_idx().begin(), y.col_idx().begin() + c.nnz(), c.col_idx().begin());
+  std::copy(y.values().begin(), y.values().begin() + c.nnz(), c.values().begin());
+  return c;
+}
+
+layer_t copy_of(layer_t const& w) {
+  layer_t c(w.rows(), w.cols(), w.nnz());
+  std::copy(w.row_ptr().begin(), w.row_ptr().end(), c.row_ptr().begin());
+  std::copy(w.col_idx().begin(), w.col_idx().end(), c.col_idx().begin());
+  std::copy(w.values().begin(), w.values().end(), c.values().begin());
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("challenge engine: official 1024 x 120 network, first 1200 images, every proof on and off",
+          "[cuda][engine][challenge]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  cuda_exec exec{sg.s};
+  std::string const dir = sdnn_test::data_dir();
+  auto images = io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200);
+  auto truth = io::read_categories(dir + "/neuron1024-l120-categories-first1200.tsv");
+  std::vector<layer_t> ws;
+  for (int l = 0; l < 120; ++l) ws.push_back(data::official_1024_layer(l));
+  ops::challenge_engine_plan plan(ws, -0.3f, exec);
+  // What the plan proved on these weights.
+  REQUIRE(plan.structure().saturation.status.ok());
+  for (double f : plan.fold_factors()) REQUIRE(f >= 16.0);
+  auto d_in = to_device(images, exec);
+  auto const r = plan.run(exec, d_in.view());
+  REQUIRE(r.categories == truth);
+  REQUIRE(r.retired > 0);
+  REQUIRE(r.layers_skipped > 0);
+  check_all_options(ws, -0.3f, images, exec, "official 1024 x 120", {0, 1, 16});
+}
+
+TEST_CASE("challenge engine: generated networks, N = 1024 / 4096 / 16384", "[cuda][engine][challenge]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  cuda_exec exec{sg.s};
+  auto mnist = io::read_idx_images(std::string(sdnn_test::data_dir()) + "/mnist-10k-images-idx3-ubyte.gz");
+  struct cfg {
+    std::int32_t n, layers, inputs;
+  };
+  for (cfg c : {cfg{1024, 40, 300}, cfg{4096, 30, 100}, cfg{16384, 24, 24}}) {
+    io::idx_images pick;
+    pick.rows = mnist.rows;
+    pick.cols = mnist.cols;
+    std::size_t const px = static_cast<std::size_t>(mnist.rows) * mnist.cols;
+    for (std::int32_t i = 0; i < c.inputs; ++i) {
+      std::size_t const src = static_cast<std::size_t>((i * 331) % mnist.count) * px;
+      pick.pixels.insert(pick.pixels.end(), mnist.pixels.begin() + static_cast<std::ptrdiff_t>(src),
+                         mnist.pixels.begin() + static_cast<std::ptrdiff_t>(src + px));
+      ++pick.count;
+    }
+    auto inputs = data::challenge_inputs_from_mnist(pick, c.n, c.inputs);
+    std::vector<layer_t> ws;
+    for (int l = 0; l < c.layers; ++l) ws.push_back(data::radixnet_layer(c.n, l, 2026));
+    check_all_options(ws, data::challenge_bias(c.n), inputs, exec, "RadiX-Net N = " + std::to_string(c.n));
+  }
+}
+
+TEST_CASE("challenge engine: networks built to break each proof stay exact", "[cuda][engine][challenge]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  cuda_exec exec{sg.s};
+  std::string const dir = sdnn_test::data_dir();
+  auto images = first_rows(io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200), 300);
+  std::vector<layer_t> official;
+  for (int l = 0; l < 30; ++l) official.push_back(data::official_1024_layer(l));
+
+  SECTION("a negative weight breaks the saturation proof from its layer back") {
+    std::vector<layer_t> ws;
+    for (auto const& w : official) ws.push_back(copy_of(w));
+    ws[25].values()[100] = -1.f;  // one column can no longer reach the cap from all-cap inputs
+    check_all_options(ws, -0.3f, images, exec, "negative weight in layer 25");
+  }
+  SECTION("one changed value breaks folding for its class") {
+    std::vector<layer_t> ws;
+    for (auto const& w : official) ws.push_back(copy_of(w));
+    ws[3].values()[7] = 0.125f;
+    ws[20].values()[500] = 0.0625f * 3;
+    check_all_options(ws, -0.3f, images, exec, "changed values in layers 3 and 20");
+  }
+  SECTION("arbitrary float weights: no fold, no saturation, the reference's rounding") {
+    std::mt19937 g(7);
+    std::uniform_real_distribution<float> u(-0.3f, 0.6f);
+    std::uniform_int_distribution<int> col(0, 255);
+    std::vector<layer_t> ws;
+    for (int l = 0; l < 12; ++l) {
+      std::vector<std::int32_t> rp{0}, ci;
+      std::vector<float> v;
+      for (int i = 0; i < 256; ++i) {
+        std::vector<int> cs;
+        for (int e = 0; e < 12; ++e) cs.push_back(col(g));
+        std::sort(cs.begin(), cs.end());
+        cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
+        for (int c : cs) {
+          ci.push_back(c);
+          v.push_back(u(g));
+        }
+        rp.push_back(static_cast<std::int32_t>(ci.size()));
+      }
+      ws.push_back(make_csr<float, std::int32_t>(256, 256, rp, ci, v));
+    }
+    std::vector<std::int32_t> rp{0}, ci;
+    std::vector<float> v;
+    for (int i = 0; i < 77; ++i) {
+      for (int c = i % 5; c < 256; c += 3 + i % 7) {
+        ci.push_back(c);
+        v.push_back(i % 4 == 0 ? 2.5f : 1.f);  // not only 0/1 inputs
+      }
+      rp.push_back(static_cast<std::int32_t>(ci.size()));
+    }
+    auto in = make_csr<float, std::int32_t>(77, 256, rp, ci, v);
+    check_all_options(ws, -0.05f, in, exec, "random float network", {0, 1, 4});
+  }
+  SECTION("a NaN weight: categories as the reference's, NaNs where it has them") {
+    std::vector<layer_t> ws;
+    for (auto const& w : official) ws.push_back(copy_of(w));
+    ws[2].values()[40] = std::nanf("");
+    check_all_options(ws, -0.3f, images, exec, "NaN weight in layer 2");
+  }
+}
+
+TEST_CASE("challenge engine: zero images, empty rows, one layer", "[cuda][engine][challenge]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  cuda_exec exec{sg.s};
+  std::vector<layer_t> ws;
+  ws.push_back(data::official_1024_layer(0));
+  layer_t none(0, 1024, 0);
+  ops::challenge_engine_plan plan(ws, -0.3f, exec);
+  auto dn = to_device(none, exec);
+  auto const r0 = plan.run(exec, dn.view(), true);
+  REQUIRE(r0.categories.empty());
+  REQUIRE(r0.final.empty());
+  // rows 0 and 2 empty, row 1 one pixel
+  auto in = make_csr<float, std::int32_t>(3, 1024, {0, 0, 1, 1}, {5}, {1.f});
+  check_engine(ws, -0.3f, in, exec, {}, "one layer, empty rows");
+  // a layer that is not N x N is refused with the layer named
+  std::vector<layer_t> bad;
+  bad.push_back(data::official_1024_layer(0));
+  bad.push_back(make_csr<float, std::int32_t>(1024, 4, std::vector<std::int32_t>(1025, 0), {}, {}));
+  REQUIRE(sdnn_test::has(sdnn_test::error_text([&] { ops::challenge_engine_plan p(bad, -0.3f, exec); }), "layer 1"));
+}
