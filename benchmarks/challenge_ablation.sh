@@ -41,7 +41,7 @@ with open(os.path.join(out, "official_x50_truth.tsv"), "w") as f:
         for t in truth:
             f.write(f"{t + 1200 * k}\n")
 PY
-"$exe" generate --neurons 1024 --layers 120 --out "$OUT/net1024" > "$OUT/generate.txt" 2>&1
+"$exe" generate --neurons 1024 --layers 120 --seed official --out "$OUT/net1024" > "$OUT/generate.txt" 2>&1
 for v in depth_first skip_empty_rows_csc_tiled32; do
   echo "== official 1024 x 120, 1200 official images x 50: $v"
   timeout 300 "$exe" infer --neurons 1024 --layers 120 --weights "$OUT/net1024" --inputs "$OUT/official_x50.tsv" \
