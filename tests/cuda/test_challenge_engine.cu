@@ -209,7 +209,7 @@ TEST_CASE("challenge engine: networks built to break each proof stay exact", "[c
   }
 }
 
-TEST_CASE("challenge engine: zero images, empty rows, one layer", "[cuda][engine][challenge]") {
+TEST_CASE("challenge engine: zero images, empty rows, one layer", "[cuda][engine][engine_race]") {
   SDNN_REQUIRE_DEVICE();
   stream_guard sg;
   cuda_exec exec{sg.s};
@@ -224,6 +224,16 @@ TEST_CASE("challenge engine: zero images, empty rows, one layer", "[cuda][engine
   // rows 0 and 2 empty, row 1 one pixel
   auto in = make_csr<float, std::int32_t>(3, 1024, {0, 0, 1, 1}, {5}, {1.f});
   check_engine(ws, -0.3f, in, exec, {}, "one layer, empty rows");
+  // a few layers and rows with every proof on and off (small enough for compute-sanitizer)
+  std::vector<layer_t> ws6;
+  for (int l = 0; l < 24; ++l) ws6.push_back(data::official_1024_layer(l));
+  std::string const dir = sdnn_test::data_dir();
+  auto images = io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200);
+  layer_t few(40, 1024, images.row_ptr()[40]);
+  std::copy(images.row_ptr().begin(), images.row_ptr().begin() + 41, few.row_ptr().begin());
+  std::copy(images.col_idx().begin(), images.col_idx().begin() + few.nnz(), few.col_idx().begin());
+  std::copy(images.values().begin(), images.values().begin() + few.nnz(), few.values().begin());
+  check_all_options(ws6, -0.3f, few, exec, "24 official layers, 40 images", {0, 2});
   // a layer that is not N x N is refused with the layer named
   std::vector<layer_t> bad;
   bad.push_back(data::official_1024_layer(0));
