@@ -305,7 +305,7 @@ TEST_CASE("challenge structure: two columns differing in one value fold apart", 
   auto const f = challenge::find_duplicate_columns(w, 0);
   REQUIRE(f.status.ok());
   REQUIRE(f.distinct == 65);
-  REQUIRE(f.fold_factor() == Approx(1024.0 / 65.0));
+  REQUIRE(f.fold_factor() == sdnn_test::Approx(1024.0 / 65.0));
   REQUIRE(f.period == 0);
   REQUIRE(f.representative[j] == j);
   for (std::int32_t t = 0; t < 16; ++t)
