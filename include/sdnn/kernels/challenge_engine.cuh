@@ -36,6 +36,7 @@ struct challenge_engine_layers {
   std::int64_t const* ptr_base = nullptr;        // [L] into col_ptr: D_l + 1 entries per layer
   std::int64_t const* nnz_base = nullptr;        // [L] into idx / val
   std::int64_t const* map_base = nullptr;        // [L] into class_of (N entries), -1: identity
+  std::int32_t const* period = nullptr;          // [L] P > 0: class(j) = j mod P (no class_of read)
   std::int32_t const* col_ptr = nullptr;         // per class: [start, end) relative to nnz_base[l]
   std::int32_t const* idx = nullptr;             // input neuron k, ascending within a class
   float const* val = nullptr;                    // weight
@@ -123,20 +124,35 @@ __global__ void __launch_bounds__(Threads)
       if (mine)
         for (std::int32_t i = t; i < d * R; i += Threads) {
           std::int32_t const u = i / R;
+          std::int32_t const end = cp[u + 1];
           float acc = 0.f;
-          for (std::int32_t p = cp[u]; p < cp[u + 1]; ++p)
-            acc = __fadd_rn(acc, __fmul_rn(y[static_cast<std::size_t>(ix[p]) * R + my_r], vl[p]));
+          // Eight (input, weight) pairs in flight at a time: the loads are independent, the sum
+          // stays in ascending k (the reference's order).
+          for (std::int32_t p0 = cp[u]; p0 < end; p0 += 8) {
+            std::int32_t k[8];
+            float w[8];
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              k[q] = p0 + q < end ? ix[p0 + q] : 0;
+              w[q] = p0 + q < end ? vl[p0 + q] : 0.f;
+            }
+#pragma unroll
+            for (int q = 0; q < 8; ++q)
+              if (p0 + q < end) acc = __fadd_rn(acc, __fmul_rn(y[static_cast<std::size_t>(k[q]) * R + my_r], w[q]));
+          }
           z[i] = acc;
         }
       __syncthreads();
       // y[j][r] = epi(z[class(j)][r]); per-row flags: any nonzero, all equal to the cap.
       std::int64_t const mb = net.map_base[l];
-      std::int32_t const* cls = mb >= 0 ? net.class_of + mb : nullptr;
+      std::int32_t const per = net.period[l];
+      std::int32_t const* cls = mb >= 0 && per <= 0 ? net.class_of + mb : nullptr;
       if (mine) {
         bool nz = false, ac = true;
+#pragma unroll 4
         for (std::int32_t i = t; i < n * R; i += Threads) {
           std::int32_t const j = i / R;
-          std::int32_t const u = cls ? cls[j] : j;
+          std::int32_t const u = cls ? cls[j] : per > 0 ? j % per : j;
           float const o = epi(z[static_cast<std::size_t>(u) * R + my_r], j);
           y[i] = o;
           nz |= o != 0.f;

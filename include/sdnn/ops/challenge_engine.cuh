@@ -39,7 +39,7 @@ class challenge_engine_plan {
     report_ = challenge::analyze_structure(layers, bias, opt.cap, opt.structure);
     std::int32_t const L = static_cast<std::int32_t>(layers.size());
     // Host arrays of the device layout (kernels::challenge_engine_layers).
-    std::vector<std::int32_t> distinct(L), col_ptr, idx, class_of;
+    std::vector<std::int32_t> distinct(L), col_ptr, idx, class_of, period(L, 0);
     std::vector<std::int64_t> ptr_base(L), nnz_base(L), map_base(L);
     std::vector<float> val;
     std::vector<std::uint8_t> suffix(static_cast<std::size_t>(L) + 1, 0);
@@ -61,6 +61,11 @@ class challenge_engine_plan {
           }
         map_base[l] = static_cast<std::int64_t>(class_of.size());
         for (std::int32_t j = 0; j < n_; ++j) class_of.push_back(index_of[rep[j]]);
+        // A periodic fold (class(j) = j mod P, classes in order 0..P-1) needs no map read.
+        std::int32_t const P = report_.folding[l].period;
+        bool periodic = P > 0 && static_cast<std::int32_t>(reps.size()) == P;
+        for (std::int32_t j = 0; periodic && j < n_; ++j) periodic = class_of[map_base[l] + j] == j % P;
+        if (periodic) period[l] = P;
         folds_[l] = static_cast<double>(n_) / static_cast<double>(reps.size());
       } else {
         reps.resize(n_);
@@ -91,8 +96,8 @@ class challenge_engine_plan {
     rows_per_block_ = opt.rows_per_block;
     if (rows_per_block_ == 0) {
       rows_per_block_ = 1;
-      for (int r : {8, 4, 2})
-        if (challenge_engine_smem_bytes(r, n_, max_distinct_) <= limit / 2 || (r <= 2 &&
+      for (int r : {16, 8, 4, 2})
+        if (challenge_engine_smem_bytes(r, n_, max_distinct_) <= limit / 3 || (r <= 2 &&
             challenge_engine_smem_bytes(r, n_, max_distinct_) <= limit)) {
           rows_per_block_ = r;
           break;
@@ -113,6 +118,7 @@ class challenge_engine_plan {
     d_idx_ = to_device(idx.data(), idx.size(), exec);
     d_val_ = to_device(val.data(), val.size(), exec);
     d_class_of_ = to_device(class_of.data(), class_of.size(), exec);
+    d_period_ = to_device(period.data(), period.size(), exec);
     d_suffix_ = to_device(suffix.data(), suffix.size(), exec);
     d_queue_ = buffer<int, device_space>(1, exec);
     d_counters_ = buffer<kernels::challenge_engine_counters, device_space>(1, exec);
@@ -195,6 +201,7 @@ class challenge_engine_plan {
     v.idx = d_idx_.data();
     v.val = d_val_.data();
     v.class_of = d_class_of_.data();
+    v.period = d_period_.data();
     v.suffix_fixed = d_suffix_.data();
     return v;
   }
@@ -206,7 +213,7 @@ class challenge_engine_plan {
   int rows_per_block_ = 1;
   challenge::structure_report report_;
   std::vector<double> folds_;
-  buffer<std::int32_t, device_space> d_distinct_, d_col_ptr_, d_idx_, d_class_of_;
+  buffer<std::int32_t, device_space> d_distinct_, d_col_ptr_, d_idx_, d_class_of_, d_period_;
   buffer<std::int64_t, device_space> d_ptr_base_, d_nnz_base_, d_map_base_;
   buffer<float, device_space> d_val_;
   buffer<std::uint8_t, device_space> d_suffix_;
