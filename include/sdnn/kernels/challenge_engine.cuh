@@ -6,9 +6,10 @@
 //
 // Per layer l (weights: the representatives of the layer's classes of identical output columns,
 // "folding"; a layer that does not fold has one class per column):
-//   z[u][r] = sum over the class representative's inputs k, ascending, of y[k][r] * w
-//             (one float rounding for the product and one for the add: __fmul_rn/__fadd_rn, the
-//             host reference's arithmetic, so every weight, not only exact ones, gives its bits)
+//   z[u][r] = sum over the class representative's inputs k, ascending, with y[k][r] != 0, of
+//             y[k][r] * w (one float rounding for the product and one for the add: __fmul_rn /
+//             __fadd_rn, the host reference's arithmetic and terms, so every weight, not only
+//             exact ones, and even NaN or Inf weights, give the reference's bits)
 //   y[j][r] = epi_challenge(z[class(j)][r])  for every output column j
 // Rows whose output is all zero leave (dead: not a category). A row that is exactly the all-cap
 // vector on entry to layer l leaves as a category when the plan proved that layers l..L-1 map
@@ -137,8 +138,12 @@ __global__ void __launch_bounds__(Threads)
               w[q] = p0 + q < end ? vl[p0 + q] : 0.f;
             }
 #pragma unroll
-            for (int q = 0; q < 8; ++q)
-              if (p0 + q < end) acc = __fadd_rn(acc, __fmul_rn(y[static_cast<std::size_t>(k[q]) * R + my_r], w[q]));
+            for (int q = 0; q < 8; ++q) {
+              // Zero activations are skipped, as the reference skips them (it sums over the
+              // stored entries of Y): with a NaN or Inf weight, 0 * w is NaN, not 0.
+              float const yv = y[static_cast<std::size_t>(k[q]) * R + my_r];
+              if (p0 + q < end && yv != 0.f) acc = __fadd_rn(acc, __fmul_rn(yv, w[q]));
+            }
           }
           z[i] = acc;
         }
@@ -147,12 +152,13 @@ __global__ void __launch_bounds__(Threads)
       std::int64_t const mb = net.map_base[l];
       std::int32_t const per = net.period[l];
       std::int32_t const* cls = mb >= 0 && per <= 0 ? net.class_of + mb : nullptr;
+      bool const pow2 = per > 0 && (per & (per - 1)) == 0;
       if (mine) {
         bool nz = false, ac = true;
 #pragma unroll 4
         for (std::int32_t i = t; i < n * R; i += Threads) {
           std::int32_t const j = i / R;
-          std::int32_t const u = cls ? cls[j] : per > 0 ? j % per : j;
+          std::int32_t const u = cls ? cls[j] : per > 0 ? (pow2 ? j & (per - 1) : j % per) : j;
           float const o = epi(z[static_cast<std::size_t>(u) * R + my_r], j);
           y[i] = o;
           nz |= o != 0.f;

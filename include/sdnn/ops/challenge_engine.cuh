@@ -96,7 +96,10 @@ class challenge_engine_plan {
     rows_per_block_ = opt.rows_per_block;
     if (rows_per_block_ == 0) {
       rows_per_block_ = 1;
-      for (int r : {16, 8, 4, 2})
+      // 8 rows at most by default: on an H100 at 1024 x 120 (benchmarks/results/challenge_ablation_*),
+      // 16 rows per block took 2.37 ms against 1.71 ms with 8 (a batch lasts until its last
+      // row dies or retires, so more rows make longer batches).
+      for (int r : {8, 4, 2})
         if (challenge_engine_smem_bytes(r, n_, max_distinct_) <= limit / 3 || (r <= 2 &&
             challenge_engine_smem_bytes(r, n_, max_distinct_) <= limit)) {
           rows_per_block_ = r;

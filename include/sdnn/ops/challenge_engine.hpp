@@ -32,8 +32,8 @@ namespace sdnn::ops {
 struct challenge_engine_options {
   challenge::structure_options structure;  // retirement / folding / sparse_first_layer switches
   float cap = 32.f;
-  int rows_per_block = 0;  // 1, 2, 4, 8 or 16; 0: the largest whose block uses at most a third of
-                           // the shared memory (three blocks per SM), else 2 or 1 row(s)
+  int rows_per_block = 0;  // 1, 2, 4, 8 or 16; 0: the largest of 8, 4, 2 whose block uses at most a
+                           // third of the shared memory (three blocks per SM), else 2 or 1 row(s)
 };
 
 // What one run did, beside the categories.
