@@ -476,13 +476,13 @@ int cmd_default(options const& o, machine const& m) {
   auto const inputs = data::challenge_inputs_from_mnist(mnist, n, count);
   float const bias = data::challenge_bias(n);
   std::string const backend = m.gpu ? "cuda" : "host";
-  std::string pname = policy::name<policy::sparse_linear_default>();
+  // On a GPU the default is the depth-first engine with every structure proof it can make on
+  // these weights (ops::challenge_engine_plan; exact: the check below compares categories).
+  std::string pname = m.gpu ? "depth_first" : policy::name<policy::sparse_linear_default>();
   outcome res;
 #if defined(__CUDACC__)
   if (m.gpu)
-    res = run_device<policy::sparse_linear_default>(
-        layers_n, bias, layer_source{{}, [](std::int32_t l, cuda_exec e) { return data::official_1024_layer_device(l, e); }},
-        inputs, 0, 0);
+    res = run_engine(layers_n, bias, [](std::int32_t l) { return data::official_1024_layer(l); }, inputs, 0, {});
 #endif
   if (!m.gpu)
     res = run_host<policy::sparse_linear_default>(layers_n, bias, [](std::int32_t l) { return data::official_1024_layer(l); },
