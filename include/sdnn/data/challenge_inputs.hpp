@@ -103,34 +103,43 @@ inline std::vector<double> bicubic_resize(std::uint8_t const* img, int rows, int
   return out;
 }
 
-inline csr_matrix<float, std::int32_t> challenge_inputs_from_mnist(io::idx_images const& mnist, std::int32_t neurons,
-                                                                   std::int32_t count, float threshold = 0.7f) {
+namespace detail {
+// sqrt(N), checking that N is a perfect square and that `mnist` holds what it says; `who` names
+// the caller in the messages.
+inline std::int32_t challenge_image_side(io::idx_images const& mnist, std::int32_t neurons, std::int32_t count,
+                                         char const* who) {
   std::int32_t s = 0;
   while (static_cast<std::int64_t>(s + 1) * (s + 1) <= neurons) ++s;
-  SDNN_EXPECTS(neurons > 0 && s * s == neurons, "challenge_inputs_from_mnist: neurons must be a perfect square "
+  SDNN_EXPECTS(neurons > 0 && s * s == neurons, who, ": neurons must be a perfect square "
                "(the image is sqrt(N) x sqrt(N)), got ", neurons);
-  SDNN_EXPECTS(count >= 0, "challenge_inputs_from_mnist: count must be >= 0, got ", count);
-  SDNN_EXPECTS(count == 0 || mnist.count > 0, "challenge_inputs_from_mnist: no source images");
+  SDNN_EXPECTS(count >= 0, who, ": count must be >= 0, got ", count);
+  SDNN_EXPECTS(count == 0 || mnist.count > 0, who, ": no source images");
   SDNN_EXPECTS(mnist.rows > 0 && mnist.cols > 0 &&
                    mnist.pixels.size() == std::size_t(mnist.count) * mnist.rows * mnist.cols,
-               "challenge_inputs_from_mnist: idx_images holds ", mnist.pixels.size(), " pixels, expected ",
-               mnist.count, " x ", mnist.rows, " x ", mnist.cols);
+               who, ": idx_images holds ", mnist.pixels.size(), " pixels, expected ", mnist.count, " x ", mnist.rows,
+               " x ", mnist.cols);
+  return s;
+}
 
-  // Each distinct source image is resized once: its column-major pixel list.
-  std::int32_t const distinct = count < mnist.count ? count : mnist.count;
-  std::size_t const frame = std::size_t(mnist.rows) * mnist.cols;
-  std::vector<std::vector<std::int32_t>> pix(static_cast<std::size_t>(distinct));
+// The column-major pixel ids (x * s + y) of one rows x cols image resized to s x s and
+// thresholded (pixel / 255 > threshold).
+inline std::vector<std::int32_t> challenge_image_pixels(std::uint8_t const* img, int rows, int cols, int s,
+                                                        float threshold) {
+  auto const big = bicubic_resize(img, rows, cols, s);
+  std::vector<std::int32_t> p;
+  for (std::int32_t x = 0; x < s; ++x)
+    for (std::int32_t y = 0; y < s; ++y)
+      if (big[std::size_t(y) * s + x] / 255.0 > threshold) p.push_back(x * s + y);
+  return p;
+}
+
+// count x neurons CSR, values 1, row n = pix[n % pix.size()].
+inline csr_matrix<float, std::int32_t> challenge_rows_from_pixels(std::vector<std::vector<std::int32_t>> const& pix,
+                                                                  std::int32_t count, std::int32_t neurons,
+                                                                  char const* who) {
   std::int64_t total = 0;
-  for (std::int32_t n = 0; n < distinct; ++n) {
-    auto const img = bicubic_resize(mnist.pixels.data() + frame * n, mnist.rows, mnist.cols, s);
-    auto& p = pix[static_cast<std::size_t>(n)];
-    for (std::int32_t x = 0; x < s; ++x)
-      for (std::int32_t y = 0; y < s; ++y)
-        if (img[std::size_t(y) * s + x] / 255.0 > threshold) p.push_back(x * s + y);
-  }
-  for (std::int32_t n = 0; n < count; ++n) total += static_cast<std::int64_t>(pix[static_cast<std::size_t>(n % distinct)].size());
-  SDNN_EXPECTS(total <= 0x7fffffff, "challenge_inputs_from_mnist: ", total, " nonzeros overflow int32 indices");
-
+  for (std::int32_t n = 0; n < count; ++n) total += static_cast<std::int64_t>(pix[n % pix.size()].size());
+  SDNN_EXPECTS(total <= 0x7fffffff, who, ": ", total, " nonzeros overflow int32 indices");
   csr_matrix<float, std::int32_t> y(count, neurons, static_cast<std::int32_t>(total));
   std::int32_t* rp = y.row_ptr().data();
   std::int32_t* ci = y.col_idx().data();
@@ -138,7 +147,7 @@ inline csr_matrix<float, std::int32_t> challenge_inputs_from_mnist(io::idx_image
   std::int32_t at = 0;
   rp[0] = 0;
   for (std::int32_t n = 0; n < count; ++n) {
-    for (std::int32_t c : pix[static_cast<std::size_t>(n % distinct)]) {
+    for (std::int32_t c : pix[n % pix.size()]) {
       ci[at] = c;
       v[at] = 1.0f;
       ++at;
@@ -146,6 +155,22 @@ inline csr_matrix<float, std::int32_t> challenge_inputs_from_mnist(io::idx_image
     rp[n + 1] = at;
   }
   return y;
+}
+}  // namespace detail
+
+inline csr_matrix<float, std::int32_t> challenge_inputs_from_mnist(io::idx_images const& mnist, std::int32_t neurons,
+                                                                   std::int32_t count, float threshold = 0.7f) {
+  char const* who = "challenge_inputs_from_mnist";
+  std::int32_t const s = detail::challenge_image_side(mnist, neurons, count, who);
+  // Each distinct source image is resized once: its column-major pixel list.
+  std::int32_t const distinct = count < mnist.count ? count : mnist.count;
+  std::size_t const frame = std::size_t(mnist.rows) * mnist.cols;
+  std::vector<std::vector<std::int32_t>> pix(static_cast<std::size_t>(distinct));
+  for (std::int32_t n = 0; n < distinct; ++n)
+    pix[static_cast<std::size_t>(n)] =
+        detail::challenge_image_pixels(mnist.pixels.data() + frame * n, mnist.rows, mnist.cols, s, threshold);
+  if (count == 0) return csr_matrix<float, std::int32_t>(0, neurons, 0);
+  return detail::challenge_rows_from_pixels(pix, count, neurons, who);
 }
 
 }  // namespace sdnn::data

@@ -85,16 +85,8 @@ inline std::uint64_t hash_row(std::int32_t const* cols, float const* values, std
 inline csr_matrix<float, std::int32_t> distinct_challenge_inputs(io::idx_images const& mnist, std::int32_t neurons,
                                                                  std::int32_t count, float threshold = 0.7f,
                                                                  distinct_inputs_info* info = nullptr) {
-  std::int32_t s = 0;
-  while (static_cast<std::int64_t>(s + 1) * (s + 1) <= neurons) ++s;
-  SDNN_EXPECTS(neurons > 0 && s * s == neurons, "distinct_challenge_inputs: neurons must be a perfect square "
-               "(the image is sqrt(N) x sqrt(N)), got ", neurons);
-  SDNN_EXPECTS(count >= 0, "distinct_challenge_inputs: count must be >= 0, got ", count);
-  SDNN_EXPECTS(count == 0 || mnist.count > 0, "distinct_challenge_inputs: no source images");
-  SDNN_EXPECTS(mnist.rows > 0 && mnist.cols > 0 &&
-                   mnist.pixels.size() == std::size_t(mnist.count) * mnist.rows * mnist.cols,
-               "distinct_challenge_inputs: idx_images holds ", mnist.pixels.size(), " pixels, expected ",
-               mnist.count, " x ", mnist.rows, " x ", mnist.cols);
+  char const* who = "distinct_challenge_inputs";
+  std::int32_t const s = detail::challenge_image_side(mnist, neurons, count, who);
   auto const offsets = distinct_input_offsets();
   auto const k = static_cast<std::int64_t>(offsets.size());
   SDNN_EXPECTS(count == 0 || (count - 1) / mnist.count < k, "distinct_challenge_inputs: ", count,
@@ -111,12 +103,7 @@ inline csr_matrix<float, std::int32_t> distinct_challenge_inputs(io::idx_images 
         shifted[std::size_t(r) * cols + c] =
             (r0 >= 0 && r0 < rows && c0 >= 0 && c0 < cols) ? img[std::size_t(r0) * cols + c0] : std::uint8_t(0);
       }
-    auto const big = bicubic_resize(shifted.data(), rows, cols, s);
-    std::vector<std::int32_t> p;
-    for (std::int32_t x = 0; x < s; ++x)
-      for (std::int32_t y = 0; y < s; ++y)
-        if (big[std::size_t(y) * s + x] / 255.0 > threshold) p.push_back(x * s + y);
-    return p;
+    return detail::challenge_image_pixels(shifted.data(), rows, cols, s, threshold);
   };
 
   std::vector<std::vector<std::int32_t>> pix;
@@ -127,7 +114,6 @@ inline csr_matrix<float, std::int32_t> distinct_challenge_inputs(io::idx_images 
     info->offset_index.assign(static_cast<std::size_t>(count), 0);
     info->moved = 0;
   }
-  std::int64_t total = 0;
   for (std::int32_t n = 0; n < count; ++n) {
     std::int32_t const src = n % mnist.count;
     std::int64_t o = n / mnist.count;
@@ -141,7 +127,6 @@ inline csr_matrix<float, std::int32_t> distinct_challenge_inputs(io::idx_images 
         dup = pix[static_cast<std::size_t>(it->second)] == p;
       if (dup) continue;
       seen.emplace(h, n);
-      total += static_cast<std::int64_t>(p.size());
       pix.push_back(std::move(p));
       break;
     }
@@ -151,23 +136,8 @@ inline csr_matrix<float, std::int32_t> distinct_challenge_inputs(io::idx_images 
       if (o != n / mnist.count) ++info->moved;
     }
   }
-  SDNN_EXPECTS(total <= 0x7fffffff, "distinct_challenge_inputs: ", total, " nonzeros overflow int32 indices");
-
-  csr_matrix<float, std::int32_t> y(count, neurons, static_cast<std::int32_t>(total));
-  std::int32_t* rp = y.row_ptr().data();
-  std::int32_t* ci = y.col_idx().data();
-  float* v = y.values().data();
-  std::int32_t at = 0;
-  rp[0] = 0;
-  for (std::int32_t n = 0; n < count; ++n) {
-    for (std::int32_t c : pix[static_cast<std::size_t>(n)]) {
-      ci[at] = c;
-      v[at] = 1.0f;
-      ++at;
-    }
-    rp[n + 1] = at;
-  }
-  return y;
+  if (count == 0) return csr_matrix<float, std::int32_t>(0, neurons, 0);
+  return detail::challenge_rows_from_pixels(pix, count, neurons, who);
 }
 
 // Rows of a CSR that repeat an earlier row (same columns and bitwise-same values).
