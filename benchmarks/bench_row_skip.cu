@@ -223,11 +223,11 @@ void reg_dense_sparse(double empty, bool skip) {
           if (skip) {
             ops::row_skip_plan<int> rows(y, e);
             kernels::dense_csc_spmm(y, p.wt->view(), c, epi, rows.row_list(), rows.num_live(), static_cast<int>(ds_m),
-                                    e.stream);
+                                    e);
             rows.fill_empty_rows(c, epi, e.stream);
           } else {
             kernels::dense_csc_spmm(y, p.wt->view(), c, epi, static_cast<int const*>(nullptr),
-                                    static_cast<int const*>(nullptr), static_cast<int>(ds_m), e.stream);
+                                    static_cast<int const*>(nullptr), static_cast<int>(ds_m), e);
           }
         },
         e.stream, 10);

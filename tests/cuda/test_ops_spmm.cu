@@ -391,18 +391,18 @@ void split_kernels(std::int64_t chunk, split_case const& cs, csr_matrix<float, i
   {
     device_csr<T> da(a, e);
     buffer<int, device_space> bounds(static_cast<std::size_t>(cut.chunks + 1), e);
-    if (cut.chunks > 0) kernels::csr_nnz_bounds(da.view(), cut.chunk, cut.chunks, bounds.data(), e.stream);
+    if (cut.chunks > 0) kernels::csr_nnz_bounds(da.view(), cut.chunk, cut.chunks, bounds.data(), e);
     check_split<T>(cs, a, b, db, ld, e, "kernels::spmm_csr_nnz_balanced" + tag, [&](auto bv, auto cv, auto const& epi) {
       poison();
       kernels::spmm_csr_nnz_balanced<U, 4>(da.view(), bv, cv, epi, bounds.data(), cut.chunk, cut.chunks, carry.data(),
-                                           e.stream);
+                                           e);
     });
   }
   {
     device_coo<T> da(to_coo(a), e);
     check_split<T>(cs, a, b, db, ld, e, "kernels::spmm_coo_nnz_split" + tag, [&](auto bv, auto cv, auto const& epi) {
       poison();
-      kernels::spmm_coo_nnz_split<U>(da.view(), bv, cv, epi, cut, carry.data(), e.stream);
+      kernels::spmm_coo_nnz_split<U>(da.view(), bv, cv, epi, cut, carry.data(), e);
     });
   }
 }

@@ -37,7 +37,7 @@ struct gemm_impl<cuda_exec, policy::tiled_gemm<M, N, K>> {
   static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
                   basic_epilogue<Acc> const& epi) {
     kernels::gemm_tiled<policy::tiled_gemm<M, N, K>, T, std::int32_t, Acc>(a, b, c, epi, nullptr, nullptr, a.rows,
-                                                                            nullptr, e.stream);
+                                                                            nullptr, e);
   }
 };
 
@@ -57,7 +57,7 @@ struct gemm_impl<cuda_exec, policy::skip_empty_rows_mask<Inner>> {
   static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
                   basic_epilogue<Acc> const& epi, ops::row_skip_plan<std::int32_t> const& skip) {
     SDNN_EXPECTS(skip.rows() == a.rows, "gemm: the row_skip_plan covers ", skip.rows(), " rows, A has ", a.rows);
-    kernels::gemm_tiled<Inner, T, std::int32_t, Acc>(a, b, c, epi, nullptr, nullptr, a.rows, skip.counts(), e.stream);
+    kernels::gemm_tiled<Inner, T, std::int32_t, Acc>(a, b, c, epi, nullptr, nullptr, a.rows, skip.counts(), e);
   }
   template <class T, class Acc>
   static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
@@ -75,7 +75,7 @@ struct gemm_impl<cuda_exec, policy::skip_empty_rows_compact<Inner>> {
                   basic_epilogue<Acc> const& epi, ops::row_skip_plan<std::int32_t> const& skip) {
     SDNN_EXPECTS(skip.rows() == a.rows, "gemm: the row_skip_plan covers ", skip.rows(), " rows, A has ", a.rows);
     kernels::gemm_tiled<Inner, T, std::int32_t, Acc>(a, b, c, epi, skip.row_list(), skip.num_live(), a.rows, nullptr,
-                                                     e.stream);
+                                                     e);
     skip.fill_empty_rows(c, epi, e.stream);
   }
   template <class T, class Acc>

@@ -33,7 +33,7 @@ class row_skip_plan {
   template <class T>
   row_skip_plan(csr_view<T, Index> a, cuda_exec exec) : rows_(a.rows) {
     allocate(exec);
-    kernels::csr_row_counts(a, counts_.data(), exec.stream);
+    kernels::csr_row_counts(a, counts_.data(), exec);
     partition(exec);
   }
   // From a device dense matrix (counts through cub::DeviceSegmentedReduce::Sum).
@@ -80,7 +80,7 @@ class row_skip_plan {
   template <class T, class Acc>
   void fill_empty_rows(dense_view<T> c, basic_epilogue<Acc> const& epi, cudaStream_t stream) const {
     if (rows_ <= 0 || c.cols <= 0) return;
-    kernels::fill_empty_rows(c, epi, empty_.data(), num_empty_.data(), rows_, stream);
+    kernels::fill_empty_rows(c, epi, empty_.data(), num_empty_.data(), rows_, cuda_exec{stream});
   }
 
  private:

@@ -60,7 +60,7 @@ class csr_spmm_plan<policy::csr_row_split<U, W, X>, T, Index> {
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
     detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(csr_row_split)");
     kernels::spmm_csr_row_split<U, W>(a_, b, c, epi, static_cast<Index const*>(nullptr),
-                                      static_cast<Index const*>(nullptr), a_.rows, e.stream, X);
+                                      static_cast<Index const*>(nullptr), a_.rows, X, e);
   }
 
  private:
@@ -75,7 +75,7 @@ class csr_spmm_plan<policy::csr_staged_b<R, KC>, T, Index> {
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
     detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(csr_staged_b)");
     kernels::spmm_csr_staged_b<R, KC>(a_, b, c, epi, static_cast<Index const*>(nullptr),
-                                      static_cast<Index const*>(nullptr), a_.rows, e.stream);
+                                      static_cast<Index const*>(nullptr), a_.rows, e);
   }
 
  private:
@@ -92,7 +92,7 @@ class csr_spmm_plan<policy::csr_panels<RW, KC, U>, T, Index> {
   template <class Acc>
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
     detail::check_spmm_args(rows_, cols_, b, c, "spmm(csr_panels)");
-    kernels::spmm_csr_panels<RW, KC, U>(p_, b, c, epi, e.stream);
+    kernels::spmm_csr_panels<RW, KC, U>(p_, b, c, epi, e);
   }
 
  private:
@@ -119,7 +119,7 @@ class csr_spmm_plan<policy::csr_nnz_balanced<U, W>, T, Index> {
                                     32)),
         n_(b.cols), bounds_(static_cast<std::size_t>(cut_.chunks + 1), e),
         carry_(kernels::nnz_split_carry_elements(cut_.chunks, b.cols), e) {
-    if (a.rows > 0 && cut_.chunks > 0) kernels::csr_nnz_bounds(a, cut_.chunk, cut_.chunks, bounds_.data(), e.stream);
+    if (a.rows > 0 && cut_.chunks > 0) kernels::csr_nnz_bounds(a, cut_.chunk, cut_.chunks, bounds_.data(), e);
   }
   // Writes the plan's carry buffer: runs of one plan must not overlap (one stream at a time).
   template <class Acc>
@@ -128,7 +128,7 @@ class csr_spmm_plan<policy::csr_nnz_balanced<U, W>, T, Index> {
     SDNN_EXPECTS(b.cols <= n_, "spmm(csr_nnz_balanced): the plan's carry was sized for ", n_,
                  " columns, B has ", b.cols);
     kernels::spmm_csr_nnz_balanced<U, W>(a_, b, c, epi, bounds_.data(), cut_.chunk, cut_.chunks, carry_.data(),
-                                         e.stream);
+                                         e);
   }
 
  private:
@@ -146,7 +146,7 @@ class csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<U, W, 
   template <class Acc>
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
     detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(skip_empty_rows_compact)");
-    kernels::spmm_csr_row_split<U, W>(a_, b, c, epi, skip_.row_list(), skip_.num_live(), a_.rows, e.stream, X);
+    kernels::spmm_csr_row_split<U, W>(a_, b, c, epi, skip_.row_list(), skip_.num_live(), a_.rows, X, e);
     skip_.fill_empty_rows(c, epi, e.stream);
   }
   ops::row_skip_plan<Index> const& skip() const noexcept { return skip_; }
@@ -250,7 +250,7 @@ class csr_spmm_plan<policy::automatic, T, Index> {
     if (choice_ == policy::spmm_choice::tiled_dense) {
       tiled_dense_view<T const> tv = tiled_.view();
       detail::check_spmm_args(tv.rows, tv.cols, b, c, "spmm(automatic: tiled_dense)");
-      kernels::spmm_tiled_dense(tv, b, c, epi, e.stream);
+      kernels::spmm_tiled_dense(tv, b, c, epi, e);
     } else {
       impl_->run(b, c, epi, e);
     }
@@ -290,7 +290,7 @@ class coo_spmm_plan<policy::coo_nnz_split<E, U>, T, Index> {
     detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(coo_nnz_split)");
     SDNN_EXPECTS(b.cols <= n_, "spmm(coo_nnz_split): the plan's carry was sized for ", n_, " columns, B has ",
                  b.cols);
-    kernels::spmm_coo_nnz_split<U>(a_, b, c, epi, cut_, carry_.data(), e.stream);
+    kernels::spmm_coo_nnz_split<U>(a_, b, c, epi, cut_, carry_.data(), e);
   }
 
  private:
@@ -324,7 +324,7 @@ class ell_spmm_plan<policy::ell_row_split<U, W>, T, Index> {
   template <class Acc>
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
     detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(ell_row_split)");
-    kernels::spmm_ell_row_split<U, W>(a_, b, c, epi, e.stream);
+    kernels::spmm_ell_row_split<U, W>(a_, b, c, epi, e);
   }
 
  private:
@@ -343,7 +343,7 @@ class tiled_spmm_plan<policy::tiled_dense_spmm, T> {
   template <class Acc>
   void run(dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec e) const {
     detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(tiled_dense_spmm)");
-    kernels::spmm_tiled_dense(a_, b, c, epi, e.stream);
+    kernels::spmm_tiled_dense(a_, b, c, epi, e);
   }
 
  private:
