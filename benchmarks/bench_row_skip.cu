@@ -156,7 +156,7 @@ void reg_sparse(double empty, std::string const& name, bool vendor, bool plain) 
     dense_view<float const> b{sp_k, sp_n, sp_n, p.b.data()};
     dense_view<float> c{sp_m, sp_n, sp_n, p.c.data()};
     ops::csr_spmm_plan<Policy, float, int> plan(p.a->view(), b, c, e);
-    double const t = sdnn_bench::run_manual(st, [&] { plan.run(b, c, epilogue_none<float>(), e); }, e.stream, 10);
+    double const t = sdnn_bench::run_manual(st, [&] { plan.run(e, b, c, epilogue_none<float>()); }, e.stream, 10);
     emit(st, "row_skip", cfg, name, t, 2.0 * p.a->nnz() * sp_n, sp_m, sp_k, sp_n, empty, 0.9, vendor, plain);
   })->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
 }
@@ -223,11 +223,11 @@ void reg_dense_sparse(double empty, bool skip) {
           if (skip) {
             ops::row_skip_plan<int> rows(y, e);
             kernels::dense_csc_spmm(y, p.wt->view(), c, epi, rows.row_list(), rows.num_live(), static_cast<int>(ds_m),
-                                    e.stream);
-            rows.fill_empty_rows(c, epi, e.stream);
+                                    e);
+            rows.fill_empty_rows(c, epi, e);
           } else {
             kernels::dense_csc_spmm(y, p.wt->view(), c, epi, static_cast<int const*>(nullptr),
-                                    static_cast<int const*>(nullptr), static_cast<int>(ds_m), e.stream);
+                                    static_cast<int const*>(nullptr), static_cast<int>(ds_m), e);
           }
         },
         e.stream, 10);

@@ -252,7 +252,7 @@ void register_config(std::int64_t mk, std::int64_t n, double sp, bool blocks) {
         ops::tiled_spmm_plan<policy::cusparse_spmm<cusparse_alg::blocked_ell_alg1>, T> plan(tv, p->bview(),
                                                                                            p->cview(), e);
         report<T>(st, cfg, name, true, *p, p->a->nnz(),
-                  [&] { plan.run(p->bview(), p->cview(), epilogue_none<float>(), e); });
+                  [&] { plan.run(e, p->bview(), p->cview(), epilogue_none<float>()); });
       } catch (sdnn::error const& err) {
         cudaGetLastError();
         st.SkipWithError(err.what());
@@ -270,7 +270,7 @@ void register_config(std::int64_t mk, std::int64_t n, double sp, bool blocks) {
     add(name, [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm) {
       cuda_exec e{stream()};
       ops::csr_spmm_plan<P, T, int> plan(p.a->view(), p.bview(), p.cview(), e);
-      report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
+      report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(e, p.bview(), p.cview(), epilogue_none<float>()); });
     });
   };
   csr_policy("sdnn_csr_row_split_u2", policy::csr_row_split<2, 4>{});
@@ -301,25 +301,25 @@ void register_config(std::int64_t mk, std::int64_t n, double sp, bool blocks) {
     cuda_exec e{stream()};
     ops::csr_spmm_plan<policy::automatic, T, int> plan(p.a->view(), p.bview(), p.cview(), e);
     report<T>(st, cfg, nm + "=" + policy::choice_name(plan.choice()), false, p, p.a->nnz(),
-              [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
+              [&] { plan.run(e, p.bview(), p.cview(), epilogue_none<float>()); });
   });
   add("sdnn_coo_nnz_split", [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm) {
     cuda_exec e{stream()};
     ops::coo_spmm_plan<policy::coo_nnz_split<>, T, int> plan(p.coo->view(), p.bview(), p.cview(), e);
-    report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
+    report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(e, p.bview(), p.cview(), epilogue_none<float>()); });
   });
   if (sp >= 0.9 || blocks)
     add("sdnn_ell_row_split", [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm) {
       cuda_exec e{stream()};
       ops::ell_spmm_plan<policy::ell_row_split<>, T, int> plan(p.ell->view(), p.bview(), p.cview(), e);
-      report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
+      report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(e, p.bview(), p.cview(), epilogue_none<float>()); });
     });
   if (blocks)
     add("sdnn_tiled_dense", [](benchmark::State& st, problem<T>& p, std::string const& cfg, std::string const& nm) {
       cuda_exec e{stream()};
       tiled_dense_view<T const> tv = std::as_const(*p.tiled).view();
       ops::tiled_spmm_plan<policy::tiled_dense_spmm, T> plan(tv, p.bview(), p.cview(), e);
-      report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(p.bview(), p.cview(), epilogue_none<float>(), e); });
+      report<T>(st, cfg, nm, false, p, p.a->nnz(), [&] { plan.run(e, p.bview(), p.cview(), epilogue_none<float>()); });
     });
 }
 

@@ -64,17 +64,17 @@ device_buffer<T> upload(std::vector<T> const& h, cuda_exec ex) {
   return d;
 }
 
-// Runs the kernel for one forced config; returns the output as floats.
+// Runs the kernel for one forced config (through its direct_conv_plan); returns the output as floats.
 template <class T, class Acc>
 std::vector<float> run_direct(sparse_conv_weights<T> const& w, int N, std::vector<T> const& in,
                               std::vector<float> const& bias, bool relu, direct_conv_config const& c) {
   cuda_exec ex;
-  auto const dw = make_device_tiled_weights(w, c, ex);
+  direct_conv_plan<T, Acc> const plan(w, c, ex);  // throws what can_implement says
   auto const din = upload(in, ex);
   auto const db = upload(bias, ex);
   device_buffer<T> dout(static_cast<std::size_t>(N) * w.shape.out_features(), ex);
   if (dout.size()) SDNN_CUDA_CHECK(cudaMemsetAsync(dout.data(), 0xFF, dout.size() * sizeof(T), ex.stream));
-  direct_sparse_conv<Acc>(dw, w.shape, N, din.data(), bias.empty() ? nullptr : db.data(), relu, dout.data(), ex);
+  plan.run(ex, N, din.data(), bias.empty() ? nullptr : db.data(), relu, dout.data());
   return to_f(sdnn_test::to_vector(dout));
 }
 

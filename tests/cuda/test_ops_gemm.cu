@@ -193,7 +193,7 @@ TEST_CASE("row_skip_plan counts, partitions and fills empty rows", "[cuda][ops][
     basic_epilogue<float> epi;
     epi.bias_scalar = 3.f;
     dev<float> dc(std::vector<float>(static_cast<std::size_t>(m * 5), -1.f), m, 5, 5, e);
-    plan.fill_empty_rows(dc.view(), epi, s);
+    plan.fill_empty_rows(dc.view(), epi, e);
     auto const c = dc.host(e);
     for (std::int64_t i = 0; i < m; ++i)
       for (int j = 0; j < 5; ++j) REQUIRE(c[i * 5 + j] == (counts[i] ? -1.f : 3.f));

@@ -216,7 +216,7 @@ TEST_CASE("automatic picks by matrix statistics and matches the reference", "[cu
     device_dense<float> db(b, 70, e), dc(dense_matrix<float>(a.rows(), 70), 70, e);
     ops::csr_spmm_plan<policy::automatic, float, int> plan(da.view(), db.cview(), dc.view(), e);
     CHECK(plan.choice() == expected);
-    plan.run(db.cview(), dc.view(), epi, e);
+    plan.run(e, db.cview(), dc.view(), epi);
     check_against(ref, dc, e, what);
   };
   // Dense 32 x 32 blocks on the diagonal: occupied tiles are full -> tiled-dense.
@@ -366,7 +366,7 @@ void split_plan_csr(char const* pname, split_case const& cs, csr_matrix<float, i
                     dense_matrix<float> const& b, device_dense<T> const& db, std::int64_t ld, cuda_exec e) {
   device_csr<T> da(a, e);
   ops::csr_spmm_plan<Policy, T, int> plan(da.view(), db.cview(), dense_view<T>{a.rows(), b.cols(), ld, nullptr}, e);
-  check_split<T>(cs, a, b, db, ld, e, pname, [&](auto bv, auto cv, auto const& epi) { plan.run(bv, cv, epi, e); });
+  check_split<T>(cs, a, b, db, ld, e, pname, [&](auto bv, auto cv, auto const& epi) { plan.run(e, bv, cv, epi); });
 }
 
 template <class T, class Policy>
@@ -374,7 +374,7 @@ void split_plan_coo(char const* pname, split_case const& cs, csr_matrix<float, i
                     dense_matrix<float> const& b, device_dense<T> const& db, std::int64_t ld, cuda_exec e) {
   device_coo<T> da(to_coo(a), e);
   ops::coo_spmm_plan<Policy, T, int> plan(da.view(), db.cview(), dense_view<T>{a.rows(), b.cols(), ld, nullptr}, e);
-  check_split<T>(cs, a, b, db, ld, e, pname, [&](auto bv, auto cv, auto const& epi) { plan.run(bv, cv, epi, e); });
+  check_split<T>(cs, a, b, db, ld, e, pname, [&](auto bv, auto cv, auto const& epi) { plan.run(e, bv, cv, epi); });
 }
 
 // The kernels with a forced chunk size (the plans never go below 32 for CSR), carry
@@ -391,18 +391,18 @@ void split_kernels(std::int64_t chunk, split_case const& cs, csr_matrix<float, i
   {
     device_csr<T> da(a, e);
     buffer<int, device_space> bounds(static_cast<std::size_t>(cut.chunks + 1), e);
-    if (cut.chunks > 0) kernels::csr_nnz_bounds(da.view(), cut.chunk, cut.chunks, bounds.data(), e.stream);
+    if (cut.chunks > 0) kernels::csr_nnz_bounds(da.view(), cut.chunk, cut.chunks, bounds.data(), e);
     check_split<T>(cs, a, b, db, ld, e, "kernels::spmm_csr_nnz_balanced" + tag, [&](auto bv, auto cv, auto const& epi) {
       poison();
       kernels::spmm_csr_nnz_balanced<U, 4>(da.view(), bv, cv, epi, bounds.data(), cut.chunk, cut.chunks, carry.data(),
-                                           e.stream);
+                                           e);
     });
   }
   {
     device_coo<T> da(to_coo(a), e);
     check_split<T>(cs, a, b, db, ld, e, "kernels::spmm_coo_nnz_split" + tag, [&](auto bv, auto cv, auto const& epi) {
       poison();
-      kernels::spmm_coo_nnz_split<U>(da.view(), bv, cv, epi, cut, carry.data(), e.stream);
+      kernels::spmm_coo_nnz_split<U>(da.view(), bv, cv, epi, cut, carry.data(), e);
     });
   }
 }
@@ -457,7 +457,7 @@ TEMPLATE_TEST_CASE("nnz-split COO and nnz-balanced CSR are deterministic on real
     auto const epi = epilogue_challenge<float>(-0.25f, 16.f);
     auto bits = [&](auto& plan) {
       auto dc = sentinel_c<TestType>(a.rows(), n, n, e);
-      plan.run(db.cview(), dc.view(), epi, e);
+      plan.run(e, db.cview(), dc.view(), epi);
       return download(dc.d.data(), dc.d.size(), e);
     };
     auto same = [](std::vector<TestType> const& x, std::vector<TestType> const& y) {

@@ -131,10 +131,10 @@ void check_dense_csc(std::int32_t rows, std::int32_t k, std::int32_t n, double k
     copy(c_d, c_h, exec);
     if (variant == 0) {
       if (use_list)
-        kernels::dense_csc_spmm(a, bt_d.view(), c, epi, list_d.data(), cnt_d.data(), rows, exec.stream);
+        kernels::dense_csc_spmm(a, bt_d.view(), c, epi, list_d.data(), cnt_d.data(), rows, exec);
       else
         kernels::dense_csc_spmm(a, bt_d.view(), c, epi, static_cast<std::int32_t const*>(nullptr),
-                                static_cast<std::int32_t const*>(nullptr), -1, exec.stream);
+                                static_cast<std::int32_t const*>(nullptr), -1, exec);
     } else {
       csr_matrix<T, std::int32_t> bt_t(bt.rows(), bt.cols(), bt.nnz());
       std::copy(bt.row_ptr().begin(), bt.row_ptr().end(), bt_t.row_ptr().begin());
@@ -155,11 +155,11 @@ void check_dense_csc(std::int32_t rows, std::int32_t k, std::int32_t n, double k
                                     cols.data(), nnz_ptr.data(), lidx.data(), vals.data()};
       if (use_list)
         kernels::tiled_csc_spmm<16, 256>(a, tv, c, epi, list_d.data(), cnt_d.data(), rows, static_cast<int*>(nullptr),
-                                         exec.stream);
+                                         exec);
       else
         kernels::tiled_csc_spmm<16, 256>(a, tv, c, epi, static_cast<std::int32_t const*>(nullptr),
                                          static_cast<std::int32_t const*>(nullptr), -1, static_cast<int*>(nullptr),
-                                         exec.stream);
+                                         exec);
       SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
     }
     auto out = sdnn_test::to_vector(c_d, exec.stream);
@@ -282,7 +282,7 @@ TEST_CASE("dense_csc_spmm with all rows dead writes nothing", "[cuda][sparse_lin
   buffer<std::int32_t, device_space> list(64, exec), cnt(1, exec);
   SDNN_CUDA_CHECK(cudaMemsetAsync(cnt.data(), 0, sizeof(std::int32_t), exec.stream));
   kernels::dense_csc_spmm(dense_view<float const>{64, 64, 64, a.data()}, bt.view(), dense_view<float>{64, 64, 64, c.data()},
-                          epilogue_challenge<float>(-0.3f), list.data(), cnt.data(), 64, exec.stream);
+                          epilogue_challenge<float>(-0.3f), list.data(), cnt.data(), 64, exec);
   auto out = sdnn_test::to_vector(c, exec.stream);
   for (float v : out) REQUIRE(v == 5.f);
 }

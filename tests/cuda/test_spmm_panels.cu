@@ -49,7 +49,7 @@ void run_panels(std::string const& pname, csr_case const& cs, std::uint32_t seed
     dense_matrix<float> ref(cs.m, cs.n);
     ops::spmm(host_exec{}, policy::csr_row_split<>{}, a.view(), b.view(), ref.view(), he);
     device_dense<T> dc(dense_matrix<float>(cs.m, cs.n), cs.n + cs.ld_pad, e);
-    plan.run(db.cview(), dc.view(), de, e);
+    plan.run(e, db.cview(), dc.view(), de);
     check_against(ref, dc, e, pname + " / " + cs.name + " / epilogue " + std::to_string(ep));
   }
 }
@@ -122,8 +122,8 @@ TEST_CASE("csr_panels is deterministic and rejects mismatched shapes", "[cuda][o
     device_dense<float> db(b, cs.n, e);
     device_dense<float> c1(dense_matrix<float>(cs.m, cs.n), cs.n, e), c2(dense_matrix<float>(cs.m, cs.n), cs.n, e);
     ops::csr_spmm_plan<policy::csr_panels<16, 64, 1>, float, int> plan(da.view(), db.cview(), c1.view(), e);
-    plan.run(db.cview(), c1.view(), epilogue_none<float>(), e);
-    plan.run(db.cview(), c2.view(), epilogue_none<float>(), e);
+    plan.run(e, db.cview(), c1.view(), epilogue_none<float>());
+    plan.run(e, db.cview(), c2.view(), epilogue_none<float>());
     auto h1 = download(c1.d.data(), c1.d.size(), e), h2 = download(c2.d.data(), c2.d.size(), e);
     CHECK(h1 == h2);
     // And they agree with the reference within float rounding.
@@ -136,7 +136,7 @@ TEST_CASE("csr_panels is deterministic and rejects mismatched shapes", "[cuda][o
     CHECK(worst < 1e-3);
 
     device_dense<float> wrong(dense_matrix<float>(cs.m + 1, cs.n), cs.n, e);
-    CHECK_THROWS_AS(plan.run(db.cview(), wrong.view(), epilogue_none<float>(), e), sdnn::error);
+    CHECK_THROWS_AS(plan.run(e, db.cview(), wrong.view(), epilogue_none<float>()), sdnn::error);
   }
   SDNN_CUDA_CHECK(cudaStreamDestroy(s));
 }

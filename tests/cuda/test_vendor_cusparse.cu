@@ -89,11 +89,11 @@ void check_plan_runs(Plan& plan, csr_matrix<float, int> const& a, dense_matrix<f
                      dense_matrix<float> const& b2, device_dense<T> const& db, device_dense<T> const& db2,
                      device_dense<T>& dc, epilogue_set const& eps, std::string const& what, cuda_exec e) {
   for (int ep = 0; ep < epilogue_set::count; ++ep) {
-    plan.run(db.cview(), dc.view(), eps.get(ep, true), e);
+    plan.run(e, db.cview(), dc.view(), eps.get(ep, true));
     check_against(reference_product(a, b, eps.get(ep, false)), dc, e, what + " / epilogue " + std::to_string(ep),
                   half_tol<T>());
   }
-  plan.run(db2.cview(), dc.view(), eps.get(1, true), e);
+  plan.run(e, db2.cview(), dc.view(), eps.get(1, true));
   check_against(reference_product(a, b2, eps.get(1, false)), dc, e, what + " / second B", half_tol<T>());
 }
 
@@ -309,7 +309,7 @@ TEST_CASE("cuSPARSE Blocked-ELL conversion reproduces NVIDIA's sample layout", "
   guarded("NVIDIA sample", [&] {
     ops::tiled_spmm_plan<blocked_ell, float> plan(da.view(), db.cview(), dc.view(), e);
     check_layout(want, plan.vendor_plan(), e, "NVIDIA sample");
-    plan.run(db.cview(), dc.view(), epilogue_none<float>(), e);
+    plan.run(e, db.cview(), dc.view(), epilogue_none<float>());
     check_against(ref, dc, e, "NVIDIA sample product");
   });
 }
@@ -388,9 +388,9 @@ TEST_CASE("cuSPARSE Blocked-ELL plan refuses another B/C shape", "[cuda][vendor]
   device_dense<float> db_n(random_dense(64, 8, 6), 8, e), dc_n(dense_matrix<float>(64, 8), 8, e);
   guarded("plan reuse", [&] {
     ops::tiled_spmm_plan<blocked_ell, float> plan(da.view(), db.cview(), dc.view(), e);
-    CHECK(has(error_text([&] { plan.run(db_ld.cview(), dc_ld.view(), epilogue_none<float>(), e); }),
+    CHECK(has(error_text([&] { plan.run(e, db_ld.cview(), dc_ld.view(), epilogue_none<float>()); }),
               "got ld(B) = 20 for 16 columns"));
-    CHECK(has(error_text([&] { plan.run(db_n.cview(), dc_n.view(), epilogue_none<float>(), e); }),
+    CHECK(has(error_text([&] { plan.run(e, db_n.cview(), dc_n.view(), epilogue_none<float>()); }),
               "the plan is for N = 16"));
   });
 }

@@ -9,6 +9,7 @@
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/exec.hpp"
+#include "sdnn/core/memory.cuh"
 #include "sdnn/core/plan.hpp"
 
 namespace sdnn::detail {
@@ -62,5 +63,26 @@ class run_streams {
   mutable std::mutex mu_;
   mutable std::vector<cudaStream_t> used_;
 };
+
+// The workspace run() uses: the caller's when given (checked to hold `need` bytes), else the
+// plan's own (plan_options::own_workspace), which a plan made without one does not have.
+inline workspace plan_workspace(workspace ws, buffer<unsigned char, device_space> const& own, std::size_t need,
+                                char const* what) {
+  if (ws.data == nullptr) {
+    SDNN_EXPECTS(own.size() >= need, what,
+                 ": made without its own workspace (plan_options::own_workspace = false), so run() needs a "
+                 "workspace of ", need, " bytes");
+    return workspace{const_cast<unsigned char*>(own.data()), own.size()};
+  }
+  SDNN_EXPECTS(ws.bytes >= need, what, ": workspace of ", ws.bytes, " bytes, need ", need);
+  return ws;
+}
+
+// Throws the reason of a failed can_implement() (plan constructors); returns v.
+template <class V>
+V const& implementable(plan_status const& st, V const& v) {
+  if (!st) SDNN_FAIL(st.why());
+  return v;
+}
 
 }  // namespace sdnn::detail

@@ -1,9 +1,9 @@
 // sdnn/kernels/epilogue.cuh - the unfused epilogue pass: c = epi(c) in place, as a second
 // kernel after a product that has no fused epilogue (the cuBLAS and cuSPARSE baselines).
 //
-//   apply_epilogue(c, epi, stream)               every row; nothing is launched for an
+//   apply_epilogue(c, epi, exec)                 every row; nothing is launched for an
 //                                                identity epilogue
-//   apply_epilogue(c, rows, epi, flags, stream)  rows 0..rows-1; flags[i] = 1 (device) when
+//   apply_epilogue(c, rows, epi, flags, exec)    rows 0..rows-1; flags[i] = 1 (device) when
 //                                                row i has a nonzero output (flags may be
 //                                                nullptr); always launched, as the flags
 //                                                are an output
@@ -48,18 +48,18 @@ __global__ void epilogue_pass_kernel(dense_view<T> c, std::int64_t rows, basic_e
 // c(r, j) = epi(c(r, j)) for r < rows, flags as above. Never synchronises.
 template <class T, class Acc>
 void apply_epilogue(dense_view<T> c, std::int64_t rows, basic_epilogue<Acc> const& epi, int* flags,
-                    cudaStream_t stream) {
+                    cuda_exec exec) {
   if (rows <= 0 || c.cols <= 0) return;
   unsigned const blocks = static_cast<unsigned>(rows < 65535 ? rows : 65535);
-  epilogue_pass_kernel<<<blocks, 256, 0, stream>>>(c, rows, epi, flags);
+  epilogue_pass_kernel<<<blocks, 256, 0, exec.stream>>>(c, rows, epi, flags);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 
 // c = epi(c) in place over every row; nothing for an identity epilogue. Never synchronises.
 template <class T, class Acc>
-void apply_epilogue(dense_view<T> c, basic_epilogue<Acc> const& epi, cudaStream_t stream) {
+void apply_epilogue(dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec exec) {
   if (is_identity(epi)) return;
-  apply_epilogue(c, c.rows, epi, static_cast<int*>(nullptr), stream);
+  apply_epilogue(c, c.rows, epi, static_cast<int*>(nullptr), exec);
 }
 
 }  // namespace sdnn::kernels

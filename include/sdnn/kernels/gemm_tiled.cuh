@@ -229,11 +229,11 @@ __global__ void __launch_bounds__((BM / 8) * (BN / 8), 2)
 }
 
 // Launches the tiled GEMM over `launch_rows` rows (a.rows, or the capacity of the `rows`
-// list whose device-side length is *num_rows). Enqueued on `stream`; no synchronisation.
+// list whose device-side length is *num_rows). Enqueued on exec.stream; no synchronisation.
 template <class Policy, class T, class Index, class Acc>
 void gemm_tiled(dense_view<T const> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
                 Index const* rows, Index const* num_rows, std::int64_t launch_rows, Index const* row_counts,
-                cudaStream_t stream) {
+                cuda_exec exec) {
   constexpr int BM = Policy::tile_m, BN = Policy::tile_n, BK = Policy::tile_k;
   if (launch_rows <= 0 || b.cols <= 0) return;
   constexpr int V = detail::vec_width<T>;
@@ -244,10 +244,10 @@ void gemm_tiled(dense_view<T const> a, dense_view<T const> b, dense_view<T> c, b
   dim3 const grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
   if (vec)
     gemm_tiled_kernel<T, Index, Acc, BM, BN, BK, true>
-        <<<grid, Policy::threads, 0, stream>>>(a, b, c, epi, rows, num_rows, row_counts);
+        <<<grid, Policy::threads, 0, exec.stream>>>(a, b, c, epi, rows, num_rows, row_counts);
   else
     gemm_tiled_kernel<T, Index, Acc, BM, BN, BK, false>
-        <<<grid, Policy::threads, 0, stream>>>(a, b, c, epi, rows, num_rows, row_counts);
+        <<<grid, Policy::threads, 0, exec.stream>>>(a, b, c, epi, rows, num_rows, row_counts);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 

@@ -71,10 +71,10 @@ __global__ void fill_empty_rows_kernel(dense_view<T> c, basic_epilogue<Acc> epi,
 
 // counts[i] = row_ptr[i + 1] - row_ptr[i] for a device CSR.
 template <class T, class Index>
-void csr_row_counts(csr_view<T, Index> a, Index* counts, cudaStream_t stream) {
+void csr_row_counts(csr_view<T, Index> a, Index* counts, cuda_exec exec) {
   if (a.rows <= 0) return;
   int const blocks = static_cast<int>((static_cast<std::int64_t>(a.rows) + 255) / 256);
-  detail::csr_row_counts_kernel<<<blocks < 65535 ? blocks : 65535, 256, 0, stream>>>(a.row_ptr, a.rows, counts);
+  detail::csr_row_counts_kernel<<<blocks < 65535 ? blocks : 65535, 256, 0, exec.stream>>>(a.row_ptr, a.rows, counts);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 
@@ -82,10 +82,10 @@ void csr_row_counts(csr_view<T, Index> a, Index* counts, cudaStream_t stream) {
 // max_rows bounds the count and sizes the grid (at most 4096 blocks, grid-stride).
 template <class T, class Index, class Acc>
 void fill_empty_rows(dense_view<T> c, basic_epilogue<Acc> const& epi, Index const* rows, Index const* num_empty,
-                     std::int64_t max_rows, cudaStream_t stream) {
+                     std::int64_t max_rows, cuda_exec exec) {
   if (max_rows <= 0 || c.cols <= 0) return;
   std::int64_t const blocks = max_rows < 4096 ? max_rows : 4096;
-  detail::fill_empty_rows_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(c, epi, rows, num_empty);
+  detail::fill_empty_rows_kernel<<<static_cast<unsigned>(blocks), 256, 0, exec.stream>>>(c, epi, rows, num_empty);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 

@@ -97,12 +97,12 @@ __global__ void __launch_bounds__(128)
 
 // COO SpMM, nnz-split into `cut` (nnz_split_cut(a.nnz, ...)); carry: device workspace of
 // nnz_split_carry_elements(cut.chunks, b.cols) floats (contents need no initialisation;
-// runs sharing a carry must not overlap). Enqueued on `stream`.
+// runs sharing a carry must not overlap). Enqueued on exec.stream.
 template <int U, class T, class Index, class Acc>
 void spmm_coo_nnz_split(coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
-                        nnz_split_shape cut, float* carry, cudaStream_t stream) {
+                        nnz_split_shape cut, float* carry, cuda_exec exec) {
   if (a.rows <= 0 || b.cols <= 0) return;
-  if (a.nnz == 0) return detail::fill_epilogue_zero(c, epi, stream);
+  if (a.nnz == 0) return detail::fill_epilogue_zero(c, epi, exec);
   SDNN_EXPECTS(cut.chunk >= 1 && cut.chunks == (static_cast<std::int64_t>(a.nnz) + cut.chunk - 1) / cut.chunk,
                "spmm(coo_nnz_split): ", cut.chunks, " chunks of ", cut.chunk, " do not cut ", a.nnz, " entries");
   constexpr int slab = spmm_slab_columns<T, U>;
@@ -110,10 +110,10 @@ void spmm_coo_nnz_split(coo_view<T, Index> a, dense_view<T const> b, dense_view<
   std::int64_t const ldk = detail::nnz_split_carry_ld(b.cols);
   dim3 const grid(static_cast<unsigned>((b.cols + slab - 1) / slab), detail::row_groups(cut.chunks, 4));
   detail::coo_nnz_split_kernel<T, Index, Acc, U>
-      <<<grid, 128, 0, stream>>>(a, b, c, epi, cut.chunk, cut.chunks, carry, ldk, vec);
+      <<<grid, 128, 0, exec.stream>>>(a, b, c, epi, cut.chunk, cut.chunks, carry, ldk, vec);
   SDNN_CUDA_CHECK_LAUNCH();
   detail::nnz_split_fixup(detail::coo_crossing<Index>{a.row_idx, a.nnz, cut.chunk}, cut.chunks, carry, c, epi,
-                          stream);
+                          exec);
 }
 
 }  // namespace sdnn::kernels

@@ -496,11 +496,12 @@ template <class T, int U>
 inline constexpr int spmm_slab_columns = 32 * U * detail::vec_width<T>;
 
 // Row-split CSR SpMM over `launch_rows` rows (a.rows, or the capacity of the `rows` list
-// whose device-side length is *num_rows). Enqueued on `stream`.
+// whose device-side length is *num_rows); rows_in_x puts the row groups on grid x (policy::
+// csr_row_split's X). Enqueued on exec.stream.
 template <int U, int Warps, class T, class Index, class Acc>
 void spmm_csr_row_split(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
-                        Index const* rows, Index const* num_rows, std::int64_t launch_rows, cudaStream_t stream,
-                        bool rows_in_x = false) {
+                        Index const* rows, Index const* num_rows, std::int64_t launch_rows, bool rows_in_x,
+                        cuda_exec exec) {
   if (launch_rows <= 0 || b.cols <= 0) return;
   constexpr int slab = spmm_slab_columns<T, U>;
   bool const vec = detail::slab_vectorisable(b.ld, c.ld, b.data, c.data, detail::vec_width<T>);
@@ -509,15 +510,15 @@ void spmm_csr_row_split(csr_view<T, Index> a, dense_view<T const> b, dense_view<
   dim3 const grid = rows_in_x ? dim3(static_cast<unsigned>(g < 0x7fffffff ? g : 0x7fffffff), slabs)
                               : dim3(slabs, detail::row_groups(launch_rows, Warps));
   detail::csr_row_split_kernel<T, Index, Acc, U, Warps>
-      <<<grid, Warps * 32, 0, stream>>>(a, b, c, epi, rows, num_rows, launch_rows, vec, rows_in_x);
+      <<<grid, Warps * 32, 0, exec.stream>>>(a, b, c, epi, rows, num_rows, launch_rows, vec, rows_in_x);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 
 // Staged-B CSR SpMM over `launch_rows` rows (or the live-row list), see
-// csr_staged_b_kernel. Enqueued on `stream`.
+// csr_staged_b_kernel. Enqueued on exec.stream.
 template <int R, int KC, class T, class Index, class Acc>
 void spmm_csr_staged_b(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
-                       Index const* rows, Index const* num_rows, std::int64_t launch_rows, cudaStream_t stream) {
+                       Index const* rows, Index const* num_rows, std::int64_t launch_rows, cuda_exec exec) {
   if (launch_rows <= 0 || b.cols <= 0) return;
   constexpr int W = 32 * detail::vec_width<T>;
   bool const vec = detail::slab_vectorisable(b.ld, c.ld, b.data, c.data, detail::vec_width<T>);
@@ -525,7 +526,7 @@ void spmm_csr_staged_b(csr_view<T, Index> a, dense_view<T const> b, dense_view<T
   SDNN_EXPECTS(groups <= 65535, "spmm(csr_staged_b): ", launch_rows, " rows need ", groups,
                " row blocks, more than the grid's 65535");
   dim3 const grid(static_cast<unsigned>((b.cols + W - 1) / W), static_cast<unsigned>(groups));
-  detail::csr_staged_b_kernel<T, Index, Acc, R, KC><<<grid, 256, 0, stream>>>(a, b, c, epi, rows, num_rows,
+  detail::csr_staged_b_kernel<T, Index, Acc, R, KC><<<grid, 256, 0, exec.stream>>>(a, b, c, epi, rows, num_rows,
                                                                               launch_rows, vec);
   SDNN_CUDA_CHECK_LAUNCH();
 }
@@ -566,17 +567,17 @@ namespace detail {
 // The fix-up pass after an nnz-split kernel (nothing to do with a single chunk).
 template <class T, class Acc, class Crossing>
 void nnz_split_fixup(Crossing crossing, std::int64_t chunks, float const* carry, dense_view<T> c,
-                     basic_epilogue<Acc> const& epi, cudaStream_t stream) {
+                     basic_epilogue<Acc> const& epi, cuda_exec exec) {
   if (chunks < 2 || c.cols <= 0) return;
   dim3 const grid(static_cast<unsigned>((c.cols + 127) / 128),
                   static_cast<unsigned>(chunks - 1 < 65535 ? chunks - 1 : 65535));
-  nnz_split_fixup_kernel<<<grid, 256, 0, stream>>>(crossing, chunks, carry, nnz_split_carry_ld(c.cols), c, epi);
+  nnz_split_fixup_kernel<<<grid, 256, 0, exec.stream>>>(crossing, chunks, carry, nnz_split_carry_ld(c.cols), c, epi);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 template <class T, class Acc>
-void fill_epilogue_zero(dense_view<T> c, basic_epilogue<Acc> const& epi, cudaStream_t stream) {
+void fill_epilogue_zero(dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec exec) {
   std::int64_t const blocks = c.rows < 65535 ? c.rows : 65535;
-  fill_epilogue_zero_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(c, epi);
+  fill_epilogue_zero_kernel<<<static_cast<unsigned>(blocks), 256, 0, exec.stream>>>(c, epi);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 }  // namespace detail
@@ -584,14 +585,14 @@ void fill_epilogue_zero(dense_view<T> c, basic_epilogue<Acc> const& epi, cudaStr
 // Plan-time cut of a device CSR for the nnz-balanced kernel: shares of `share` nonzeros
 // (ranges = ceil(nnz / share), from nnz_split_cut), bounds[w] = the first row whose
 // row_ptr >= w * share (device, ranges + 1 entries; bounds[0] = 0, bounds[ranges] = rows).
-// One thrust::lower_bound on row_ptr[0 .. rows), enqueued on `stream`, no synchronisation.
+// One thrust::lower_bound on row_ptr[0 .. rows), enqueued on exec.stream, no synchronisation.
 template <class T, class Index>
 void csr_nnz_bounds(csr_view<T, Index> a, std::int64_t share, std::int64_t ranges, Index* bounds,
-                    cudaStream_t stream) {
+                    cuda_exec exec) {
   SDNN_EXPECTS(share >= 1 && ranges >= 1, "csr_nnz_bounds: share ", share, ", ranges ", ranges);
   auto targets = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
                                                  detail::nnz_share_target<Index>{share, ranges, a.nnz});
-  thrust::lower_bound(thrust::cuda::par_nosync.on(stream), a.row_ptr, a.row_ptr + a.rows, targets,
+  thrust::lower_bound(thrust::cuda::par_nosync.on(exec.stream), a.row_ptr, a.row_ptr + a.rows, targets,
                       targets + ranges + 1, bounds);
   SDNN_CUDA_CHECK_LAUNCH();
 }
@@ -599,13 +600,13 @@ void csr_nnz_bounds(csr_view<T, Index> a, std::int64_t share, std::int64_t range
 // nnz-balanced CSR SpMM: csr_nnz_balanced_kernel over the shares, then the fix-up of rows
 // that cross shares. bounds / share / ranges from csr_nnz_bounds (ranges = ceil(nnz /
 // share)); carry: nnz_split_carry_elements(ranges, b.cols) floats of device workspace
-// (contents need no initialisation; a plan's runs must not overlap). Enqueued on `stream`.
+// (contents need no initialisation; a plan's runs must not overlap). Enqueued on exec.stream.
 template <int U, int Warps, class T, class Index, class Acc>
 void spmm_csr_nnz_balanced(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c,
                            basic_epilogue<Acc> const& epi, Index const* bounds, std::int64_t share,
-                           std::int64_t ranges, float* carry, cudaStream_t stream) {
+                           std::int64_t ranges, float* carry, cuda_exec exec) {
   if (a.rows <= 0 || b.cols <= 0) return;
-  if (a.nnz == 0) return detail::fill_epilogue_zero(c, epi, stream);
+  if (a.nnz == 0) return detail::fill_epilogue_zero(c, epi, exec);
   SDNN_EXPECTS(share >= 1 && ranges == (static_cast<std::int64_t>(a.nnz) + share - 1) / share,
                "spmm(csr_nnz_balanced): ", ranges, " shares of ", share, " do not cut ", a.nnz, " nonzeros");
   constexpr int slab = spmm_slab_columns<T, U>;
@@ -613,10 +614,10 @@ void spmm_csr_nnz_balanced(csr_view<T, Index> a, dense_view<T const> b, dense_vi
   std::int64_t const ldk = detail::nnz_split_carry_ld(b.cols);
   dim3 const grid(static_cast<unsigned>((b.cols + slab - 1) / slab), detail::row_groups(ranges, Warps));
   detail::csr_nnz_balanced_kernel<T, Index, Acc, U, Warps>
-      <<<grid, Warps * 32, 0, stream>>>(a, b, c, epi, bounds, share, ranges, carry, ldk, vec);
+      <<<grid, Warps * 32, 0, exec.stream>>>(a, b, c, epi, bounds, share, ranges, carry, ldk, vec);
   SDNN_CUDA_CHECK_LAUNCH();
   detail::nnz_split_fixup(detail::csr_crossing<Index>{a.row_ptr, bounds, share, ranges}, ranges, carry, c, epi,
-                          stream);
+                          exec);
 }
 
 }  // namespace sdnn::kernels

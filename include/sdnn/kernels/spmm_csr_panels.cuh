@@ -367,10 +367,10 @@ class csr_panels {
   buffer<std::int32_t, device_space> offsets_;
 };
 
-// C = epi(A * B) with A in panel order built for <RW, KC, U>. Enqueued on `stream`.
+// C = epi(A * B) with A in panel order built for <RW, KC, U>. Enqueued on exec.stream.
 template <int RW, int KC, int U, class T, class Acc>
 void spmm_csr_panels(csr_panels const& a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
-                     cudaStream_t stream) {
+                     cuda_exec exec) {
   SDNN_EXPECTS(a.rows_per_warp() == RW && a.k_chunk() == KC && a.slab_vectors() == U,
                "spmm(csr_panels): the panels were built for <", a.rows_per_warp(), ", ", a.k_chunk(), ", ",
                a.slab_vectors(), ">, the kernel is <", RW, ", ", KC, ", ", U, ">");
@@ -385,7 +385,7 @@ void spmm_csr_panels(csr_panels const& a, dense_view<T const> b, dense_view<T> c
   if (smem > 48 * 1024)
     SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   dim3 const grid(static_cast<unsigned>((b.cols + 32 * U * V - 1) / (32 * U * V)), static_cast<unsigned>(v.row_blocks));
-  kernel<<<grid, 256, smem, stream>>>(v, b, c, epi, vec);
+  kernel<<<grid, 256, smem, exec.stream>>>(v, b, c, epi, vec);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 

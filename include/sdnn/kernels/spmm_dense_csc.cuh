@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(Threads)
 template <int Rows, int Threads, bool Staged, class T, class Index, class Acc>
 void launch_dense_csc(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T> c, basic_epilogue<Acc> epi,
                       Index const* live_rows, Index const* num_live, Index max_live, int* live_flags,
-                      cudaStream_t stream) {
+                      cuda_exec exec) {
   auto kernel = dense_csc_spmm_kernel<Rows, Threads, Staged, T, Index, Acc>;
   std::size_t const smem = Staged ? static_cast<std::size_t>(bt.cols) * stage_stride<Rows> * sizeof(float) : 0;
   if (Staged) {
@@ -178,7 +178,7 @@ void launch_dense_csc(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T
   std::int64_t const tiles = (static_cast<std::int64_t>(bt.rows) + Threads - 1) / Threads;
   std::int64_t const grid = std::min<std::int64_t>(groups * tiles, static_cast<std::int64_t>(sdnn::detail::sm_count()) * per_sm);
   if (grid <= 0) return;
-  kernel<<<static_cast<unsigned>(grid), Threads, smem, stream>>>(a, bt, c, epi, live_rows, num_live, max_live,
+  kernel<<<static_cast<unsigned>(grid), Threads, smem, exec.stream>>>(a, bt, c, epi, live_rows, num_live, max_live,
                                                                  live_flags);
   SDNN_CUDA_CHECK_LAUNCH();
 }
@@ -188,7 +188,7 @@ void launch_dense_csc(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T
 template <int Rows, int Threads, class T, class Index, class Acc>
 void dense_csc_dispatch(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T> c, basic_epilogue<Acc> epi,
                         Index const* live_rows, Index const* num_live, Index max_live, int* live_flags,
-                        cudaStream_t stream) {
+                        cuda_exec exec) {
   SDNN_EXPECTS(a.cols == static_cast<std::int64_t>(bt.cols), "dense_csc_spmm: a has ", a.cols,
                " columns but B (given as bt, n x k) has k = ", bt.cols, " rows");
   SDNN_EXPECTS(c.cols == static_cast<std::int64_t>(bt.rows), "dense_csc_spmm: c has ", c.cols,
@@ -200,18 +200,18 @@ void dense_csc_dispatch(dense_view<T const> a, csr_view<T, Index> bt, dense_view
   if (max_live == 0 || bt.rows == 0) return;
   std::size_t const row_bytes = static_cast<std::size_t>(bt.cols) * sizeof(float);
   if (row_bytes * stage_stride<Rows> <= csc_stage_bytes_limit)
-    return launch_dense_csc<Rows, Threads, true>(a, bt, c, epi, live_rows, num_live, max_live, live_flags, stream);
+    return launch_dense_csc<Rows, Threads, true>(a, bt, c, epi, live_rows, num_live, max_live, live_flags, exec);
   if constexpr (Rows > 4) {
     if (row_bytes * stage_stride<Rows / 2> <= csc_stage_bytes_limit)
       return launch_dense_csc<Rows / 2, Threads, true>(a, bt, c, epi, live_rows, num_live, max_live, live_flags,
-                                                      stream);
+                                                      exec);
   }
   if constexpr (Rows > 8) {
     if (row_bytes * stage_stride<Rows / 4> <= csc_stage_bytes_limit)
       return launch_dense_csc<Rows / 4, Threads, true>(a, bt, c, epi, live_rows, num_live, max_live, live_flags,
-                                                      stream);
+                                                      exec);
   }
-  launch_dense_csc<Rows, Threads, false>(a, bt, c, epi, live_rows, num_live, max_live, live_flags, stream);
+  launch_dense_csc<Rows, Threads, false>(a, bt, c, epi, live_rows, num_live, max_live, live_flags, exec);
 }
 
 }  // namespace detail
@@ -224,9 +224,9 @@ void dense_csc_dispatch(dense_view<T const> a, csr_view<T, Index> bt, dense_view
 // accumulation) or double.
 template <class T, class Index, class Acc>
 void dense_csc_spmm(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T> c, basic_epilogue<Acc> epi,
-                    Index const* live_rows, Index const* num_live, Index max_live, cudaStream_t stream) {
+                    Index const* live_rows, Index const* num_live, Index max_live, cuda_exec exec) {
   detail::dense_csc_dispatch<16, 256>(a, bt, c, epi, live_rows, num_live, max_live, static_cast<int*>(nullptr),
-                                      stream);
+                                      exec);
 }
 
 // The same with an explicit register blocking (Rows rows per thread, 4/8/16/32) and the
@@ -234,8 +234,8 @@ void dense_csc_spmm(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T> 
 template <int Rows, int Threads, class T, class Index, class Acc>
 void dense_csc_spmm_flagged(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T> c, basic_epilogue<Acc> epi,
                             Index const* live_rows, Index const* num_live, Index max_live, int* live_flags,
-                            cudaStream_t stream) {
-  detail::dense_csc_dispatch<Rows, Threads>(a, bt, c, epi, live_rows, num_live, max_live, live_flags, stream);
+                            cuda_exec exec) {
+  detail::dense_csc_dispatch<Rows, Threads>(a, bt, c, epi, live_rows, num_live, max_live, live_flags, exec);
 }
 
 
@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(Threads)
 // Row list, count and flags as for dense_csc_spmm_flagged. No synchronisation.
 template <int Rows, int Threads, class T, class Index, class Acc>
 void tiled_csc_spmm(dense_view<T const> a, csc_tiles_view<T> tv, dense_view<T> c, basic_epilogue<Acc> epi,
-                    Index const* live_rows, Index const* num_live, Index max_live, int* live_flags, cudaStream_t stream) {
+                    Index const* live_rows, Index const* num_live, Index max_live, int* live_flags, cuda_exec exec) {
   static_assert(Rows % 4 == 0, "tiled_csc_spmm: Rows must be a multiple of 4");
   SDNN_EXPECTS(a.cols == tv.k && c.cols == tv.n, "tiled_csc_spmm: a has ", a.cols, " columns, c ", c.cols,
                "; the tiles are for ", tv.k, " -> ", tv.n);
@@ -355,7 +355,7 @@ void tiled_csc_spmm(dense_view<T const> a, csc_tiles_view<T> tv, dense_view<T> c
   std::int64_t const groups = (static_cast<std::int64_t>(max_live) + Rows - 1) / Rows;
   std::int64_t const grid =
       std::min<std::int64_t>(groups * tv.tiles, static_cast<std::int64_t>(sdnn::detail::sm_count()) * per_sm);
-  kernel<<<static_cast<unsigned>(grid), Threads, smem, stream>>>(a, tv, c, epi, live_rows, num_live, max_live,
+  kernel<<<static_cast<unsigned>(grid), Threads, smem, exec.stream>>>(a, tv, c, epi, live_rows, num_live, max_live,
                                                                  live_flags);
   SDNN_CUDA_CHECK_LAUNCH();
 }

@@ -62,12 +62,12 @@ __global__ void __launch_bounds__(Warps * 32)
 
 template <int U, int Warps, class T, class Index, class Acc>
 void spmm_ell_row_split(ell_view<T, Index> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
-                        cudaStream_t stream) {
+                        cuda_exec exec) {
   if (a.rows <= 0 || b.cols <= 0) return;
   constexpr int slab = spmm_slab_columns<T, U>;
   bool const vec = detail::slab_vectorisable(b.ld, c.ld, b.data, c.data, detail::vec_width<T>);
   dim3 const grid(static_cast<unsigned>((b.cols + slab - 1) / slab), detail::row_groups(a.rows, Warps));
-  detail::ell_row_split_kernel<T, Index, Acc, U, Warps><<<grid, Warps * 32, 0, stream>>>(a, b, c, epi, vec);
+  detail::ell_row_split_kernel<T, Index, Acc, U, Warps><<<grid, Warps * 32, 0, exec.stream>>>(a, b, c, epi, vec);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 

@@ -81,14 +81,14 @@ __global__ void __launch_bounds__(256)
 
 template <class T, class Acc>
 void spmm_tiled_dense(tiled_dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
-                      basic_epilogue<Acc> const& epi, cudaStream_t stream) {
+                      basic_epilogue<Acc> const& epi, cuda_exec exec) {
   SDNN_EXPECTS(a.tile_rows == detail::tiled_spmm_tile && a.tile_cols == detail::tiled_spmm_tile,
                "spmm(tiled_dense): only 32 x 32 tiles are compiled, got ", a.tile_rows, " x ", a.tile_cols);
   if (a.rows <= 0 || b.cols <= 0) return;
   SDNN_EXPECTS(a.grid_rows <= 65535, "spmm(tiled_dense): ", a.grid_rows, " tile rows exceed the grid limit 65535");
   dim3 const grid(static_cast<unsigned>((b.cols + detail::tiled_spmm_slab - 1) / detail::tiled_spmm_slab),
                   static_cast<unsigned>(a.grid_rows));
-  detail::tiled_dense_spmm_kernel<<<grid, 256, 0, stream>>>(a, b, c, epi);
+  detail::tiled_dense_spmm_kernel<<<grid, 256, 0, exec.stream>>>(a, b, c, epi);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 

@@ -8,6 +8,7 @@
 // with CUDA events, min of tune_reps launches after one warm-up) and keeps the fastest;
 // options::force skips tuning. forward(cuda_exec) never synchronises once planned; called
 // unplanned it uploads the weights first (a pageable-memory copy, which blocks the host).
+// The device work is ops' conv::direct_conv_plan (ops/conv.cuh), one per tuning candidate.
 // Acc = float accumulates in float; Acc = __half (T = __half only) accumulates in half
 // (paired __hfma2 over two images). __half data with float accumulation is rounded to
 // half once (the tuning candidates keep partial sums in registers across channel chunks).
@@ -60,7 +61,7 @@ class sparse_conv2d : public layer<T> {
   }
   conv::conv_shape const& shape() const { return w_.shape; }
   conv::sparse_conv_weights<T> const& weights() const { return w_; }
-  conv::direct_conv_config const& config() const { return dev_->config; }
+  conv::direct_conv_config const& config() const { return dev_->config(); }
   bool planned() const { return dev_.has_value(); }
   // (candidate, seconds) of the last tuning run.
   std::vector<std::pair<conv::direct_conv_config, double>> const& tuning_log() const { return log_; }
@@ -71,7 +72,7 @@ class sparse_conv2d : public layer<T> {
     upload_bias(exec);
     log_.clear();
     if (opt_.force) {
-      dev_ = conv::make_device_tiled_weights(w_, *opt_.force, exec);
+      dev_.emplace(w_, *opt_.force, exec);
       SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
       return;
     }
@@ -79,21 +80,18 @@ class sparse_conv2d : public layer<T> {
     device_buffer<T> in(static_cast<std::size_t>(nb * w_.shape.in_features()), exec);
     device_buffer<T> out(static_cast<std::size_t>(nb * w_.shape.out_features()), exec);
     conv::detail::fill_hash(in.data(), in.size(), 12345u, exec);
-    int dev = 0, optin = 0;
-    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
-    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     cudaEvent_t a, b;
     SDNN_CUDA_CHECK(cudaEventCreate(&a));
     SDNN_CUDA_CHECK(cudaEventCreate(&b));
     double best = std::numeric_limits<double>::infinity();
     for (auto const& c : candidates(batch)) {
-      auto d = conv::make_device_tiled_weights(w_, c, exec);
-      if (d.smem_bytes > std::size_t(optin)) continue;
-      conv::direct_sparse_conv<Acc>(d, w_.shape, nb, in.data(), bias_ptr(), opt_.relu, out.data(), exec);
+      if (!plan_type::can_implement(w_.shape, c)) continue;  // e.g. the window does not fit shared memory
+      plan_type d(w_, c, exec);
+      d.run(exec, nb, in.data(), bias_ptr(), opt_.relu, out.data());
       double t = std::numeric_limits<double>::infinity();
       for (int r = 0; r < std::max(1, opt_.tune_reps); ++r) {
         SDNN_CUDA_CHECK(cudaEventRecord(a, exec.stream));
-        conv::direct_sparse_conv<Acc>(d, w_.shape, nb, in.data(), bias_ptr(), opt_.relu, out.data(), exec);
+        d.run(exec, nb, in.data(), bias_ptr(), opt_.relu, out.data());
         SDNN_CUDA_CHECK(cudaEventRecord(b, exec.stream));
         SDNN_CUDA_CHECK(cudaEventSynchronize(b));
         float ms = 0;
@@ -125,9 +123,9 @@ class sparse_conv2d : public layer<T> {
     if (!dev_) {
       upload_bias(exec);
       conv::direct_conv_config c = opt_.force ? *opt_.force : candidates(in.rows).front();
-      dev_ = conv::make_device_tiled_weights(w_, c, exec);
+      dev_.emplace(w_, c, exec);
     }
-    conv::direct_sparse_conv<Acc>(*dev_, w_.shape, in.rows, in.data, bias_ptr(), opt_.relu, out.data, exec);
+    dev_->run(exec, in.rows, in.data, bias_ptr(), opt_.relu, out.data);
   }
 
  private:
@@ -155,7 +153,8 @@ class sparse_conv2d : public layer<T> {
   std::vector<float> bias_;
   options opt_;
   device_buffer<float> bias_dev_;
-  std::optional<conv::device_tiled_weights<T>> dev_;
+  using plan_type = conv::direct_conv_plan<T, Acc>;
+  std::optional<plan_type> dev_;
   std::vector<std::pair<conv::direct_conv_config, double>> log_;
 };
 

@@ -1,8 +1,21 @@
 // sdnn/ops/conv.cuh - direct sparse convolution on the device: the weights re-addressed for
 // one (variant, block shape) and uploaded (device_tiled_weights), and the call that checks
 // the arguments and launches the kernel of kernels/direct_sparse_conv.cuh (whose file
-// comment describes the algorithm). The host-side plan (variants, geometry, tuning
+// comment describes the algorithm). The host-side planning (variants, geometry, tuning
 // candidates) is in ops/conv.hpp.
+//
+// direct_conv_plan<T, Acc> follows the plan protocol (core/plan.hpp):
+//   direct_conv_plan::can_implement(shape, config)  the block shape is valid for the shape, the
+//                                                   input window fits the current device's shared
+//                                                   memory, and (__half data, float sums) partial
+//                                                   sums are not round-tripped through the output
+//   direct_conv_plan p(w, config, exec, opt = {})   re-addresses the weights for the config and
+//                                                   uploads them (returns once the pageable host
+//                                                   data has been read)
+//   p.workspace_bytes()                             0: the kernel needs no scratch
+//   p.run(exec, n, in, bias, relu, out)             const; enqueues on exec.stream only
+// The tuning that picks a config (timed runs: synchronises) is the layer's
+// (layers/sparse_conv.cuh).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -10,10 +23,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/core/plan.cuh"
 #include "sdnn/formats/conv_shape.hpp"
 #include "sdnn/formats/conv_weights.hpp"
 #include "sdnn/kernels/direct_sparse_conv.cuh"
@@ -103,5 +118,67 @@ void direct_sparse_conv(device_tiled_weights<T> const& w, conv_shape const& s, s
           p, grid, g.threads, w.smem_bytes, in, w.entries.data(), w.ptr.data(), bias, relu, out, exec);
   });
 }
+
+// The plan of one direct sparse convolution: weights tiled for one (variant, block shape) and
+// resident on the device. Acc: the accumulator (float, or __half for __half data).
+template <class T, class Acc = accumulator_t<T>>
+class direct_conv_plan {
+ public:
+  static plan_status can_implement(conv_shape const& s, direct_conv_config const& c) {
+    using std::to_string;
+    if (c.variant < 0 || c.variant >= detail::direct_conv_variant_count)
+      return plan_status::failure("direct_sparse_conv: variant must be in [0, " +
+                                  to_string(detail::direct_conv_variant_count) + "), got " + to_string(c.variant));
+    if (c.tw < 1 || c.th < 1 || c.kw < 1 || c.kw * c.tw * c.th > 256)
+      return plan_status::failure("direct_conv_config: kw*tw*th must be in [1, 256], got " + to_string(c.kw) + " x " +
+                                  to_string(c.tw) + " x " + to_string(c.th));
+    if (c.cc < 1 || c.ksplit < 1)
+      return plan_status::failure("direct_conv_config: cc and ksplit must be >= 1, got " + to_string(c.cc) + ", " +
+                                  to_string(c.ksplit));
+    auto const g = geometry_of(s, c);
+    if (!(c.sums_in_registers || g.nchunks == 1 || output_round_trip_exact<T, Acc>))
+      return plan_status::failure("direct_sparse_conv: with " + to_string(g.nchunks) +
+                                  " channel chunks, __half data with float accumulation needs sums_in_registers = 1 "
+                                  "(a round trip through the __half output rounds the partial sums once per chunk)");
+    std::size_t const smem = window_bytes(g);
+    int dev = 0, optin = 0;
+    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
+    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (smem > static_cast<std::size_t>(optin))
+      return plan_status::failure("direct_sparse_conv: the input window needs " + to_string(smem) +
+                                  " bytes of shared memory, the device allows " + to_string(optin) +
+                                  "; use fewer channels per chunk (cc)");
+    return {};
+  }
+
+  direct_conv_plan(sparse_conv_weights<T> const& w, direct_conv_config const& c, cuda_exec exec, plan_options = {})
+      : shape_(w.shape),
+        w_(make_device_tiled_weights(sdnn::detail::implementable(can_implement(w.shape, c), w), c, exec)),
+        runs_(exec) {}
+  direct_conv_plan(direct_conv_plan&&) noexcept = default;
+  direct_conv_plan& operator=(direct_conv_plan&&) noexcept = default;
+
+  std::size_t workspace_bytes() const noexcept { return 0; }
+  conv_shape const& shape() const noexcept { return shape_; }
+  direct_conv_config const& config() const noexcept { return w_.config; }
+  direct_conv_geometry const& geometry() const noexcept { return w_.geom; }
+  std::size_t smem_bytes() const noexcept { return w_.smem_bytes; }
+
+  // out = relu?(conv(in, w) + bias) for n images: in n x C x H x W, out n x K x OH x OW, bias
+  // [K] floats or nullptr, all device memory. Enqueued on exec.stream; never synchronises.
+  void run(cuda_exec exec, std::int64_t n, T const* in, float const* bias, bool relu, T* out, workspace = {}) const {
+    runs_.note(exec);
+    direct_sparse_conv<Acc>(w_, shape_, n, in, bias, relu, out, exec);
+  }
+
+  static std::size_t window_bytes(direct_conv_geometry const& g) {
+    return std::size_t(g.cc) * g.sh * g.sw * g.sub_batch * sizeof(T);
+  }
+
+ private:
+  conv_shape shape_;
+  device_tiled_weights<T> w_;
+  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+};
 
 }  // namespace sdnn::conv

@@ -254,14 +254,14 @@ class dense_sparse_plan {
     if (rows.max_live == 0 || n_ == 0) return;
     if constexpr (gather) {
       kernels::dense_csc_spmm_flagged<inner::rows, inner::threads>(a, wt_.view(), c, epi, rows.list, rows.count,
-                                                                  rows.max_live, flags, exec.stream);
+                                                                  rows.max_live, flags, exec);
     } else if constexpr (tiled) {
       if (tiles_ok_)
         kernels::tiled_csc_spmm<inner::rows, inner::threads>(a, tiles_, c, epi, rows.list, rows.count, rows.max_live,
-                                                             flags, exec.stream);
+                                                             flags, exec);
       else
         kernels::dense_csc_spmm_flagged<inner::rows, inner::threads>(a, wt_.view(), c, epi, rows.list, rows.count,
-                                                                    rows.max_live, flags, exec.stream);
+                                                                    rows.max_live, flags, exec);
     } else if constexpr (!skip) {  // cuSPARSE on every row (no list)
       SDNN_EXPECTS(rows.list == nullptr && rows.count == nullptr, "dense_sparse_plan: policy ", policy::name<Policy>(),
                    " runs on every row and takes no row list");

@@ -10,8 +10,12 @@
 //                                         (SYNCHRONISES exec.stream once), then
 //                                         policy::choose_gemm picks plain or compacted
 //                                         with the current device's tuning table.
-// The empty-row forms compute A's statistics on every call (A is an activation matrix
-// that changes per call); pass a prepared ops::row_skip_plan to reuse them.
+// The one-shot ops::gemm is a function, not a plan: the empty-row forms make an
+// ops::row_skip_plan of A on every call (A is an activation matrix that changes per call), so
+// they allocate and free its arrays (stream-ordered) each time. To run without allocating,
+// make the row_skip_plan once for the row count (row_skip_plan<int>(rows, exec)), run it on
+// each new A (skip.run(exec, a)) and pass it to ops::gemm(exec, policy, a, b, c, epi, skip).
+// policy::automatic reads the live count back (SYNCHRONISES), as said above.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +41,7 @@ struct gemm_impl<cuda_exec, policy::tiled_gemm<M, N, K>> {
   static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
                   basic_epilogue<Acc> const& epi) {
     kernels::gemm_tiled<policy::tiled_gemm<M, N, K>, T, std::int32_t, Acc>(a, b, c, epi, nullptr, nullptr, a.rows,
-                                                                            nullptr, e.stream);
+                                                                            nullptr, e);
   }
 };
 
@@ -57,7 +61,7 @@ struct gemm_impl<cuda_exec, policy::skip_empty_rows_mask<Inner>> {
   static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
                   basic_epilogue<Acc> const& epi, ops::row_skip_plan<std::int32_t> const& skip) {
     SDNN_EXPECTS(skip.rows() == a.rows, "gemm: the row_skip_plan covers ", skip.rows(), " rows, A has ", a.rows);
-    kernels::gemm_tiled<Inner, T, std::int32_t, Acc>(a, b, c, epi, nullptr, nullptr, a.rows, skip.counts(), e.stream);
+    kernels::gemm_tiled<Inner, T, std::int32_t, Acc>(a, b, c, epi, nullptr, nullptr, a.rows, skip.counts(), e);
   }
   template <class T, class Acc>
   static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
@@ -75,8 +79,8 @@ struct gemm_impl<cuda_exec, policy::skip_empty_rows_compact<Inner>> {
                   basic_epilogue<Acc> const& epi, ops::row_skip_plan<std::int32_t> const& skip) {
     SDNN_EXPECTS(skip.rows() == a.rows, "gemm: the row_skip_plan covers ", skip.rows(), " rows, A has ", a.rows);
     kernels::gemm_tiled<Inner, T, std::int32_t, Acc>(a, b, c, epi, skip.row_list(), skip.num_live(), a.rows, nullptr,
-                                                     e.stream);
-    skip.fill_empty_rows(c, epi, e.stream);
+                                                     e);
+    skip.fill_empty_rows(c, epi, e);
   }
   template <class T, class Acc>
   static void run(cuda_exec e, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,

@@ -79,7 +79,7 @@ void cublas_gemm(cublasHandle_t h, dense_view<T const> a, dense_view<T const> b,
   if (c.rows == 0 || c.cols == 0) return;
   if (a.cols == 0) {  // cuBLAS needs k >= 1 for a defined product here: C = epi(0)
     SDNN_CUDA_CHECK(cudaMemset2DAsync(c.data, sizeof(T) * c.ld, 0, sizeof(T) * c.cols, c.rows, stream));
-    kernels::apply_epilogue(c, epi, stream);
+    kernels::apply_epilogue(c, epi, cuda_exec{stream});
     return;
   }
   SDNN_CUBLAS_CHECK(cublasSetStream(h, stream));
@@ -96,7 +96,7 @@ void cublas_gemm(cublasHandle_t h, dense_view<T const> a, dense_view<T const> b,
   } else {
     static_assert(::sdnn::detail::dependent_false<T>, "cublas_gemm: float or __half only");
   }
-  kernels::apply_epilogue(c, epi, stream);
+  kernels::apply_epilogue(c, epi, cuda_exec{stream});
 }
 
 }  // namespace sdnn::vendor

@@ -219,11 +219,11 @@ class cusparse_spmm_plan {
     if (c.rows == 0 || c.cols == 0) return;
     if (trivial(b, c)) {  // nothing to multiply: C = epi(0)
       SDNN_CUDA_CHECK(cudaMemset2DAsync(c.data, sizeof(T) * c.ld, 0, sizeof(T) * c.cols, c.rows, exec.stream));
-      kernels::apply_epilogue(c, epi, exec.stream);
+      kernels::apply_epilogue(c, epi, exec);
       return;
     }
     multiply(b.data, c.data, exec);
-    if (!column_major_) kernels::apply_epilogue(c, epi, exec.stream);
+    if (!column_major_) kernels::apply_epilogue(c, epi, exec);
   }
 
   // dense x sparse: c[0..rows) = epi(y[0..rows) * W) on exec.stream; flags (device, [rows],
@@ -240,7 +240,7 @@ class cusparse_spmm_plan {
       if (d_.b == nullptr || rows != rows_ || y.ld != ldb_ || c.ld != ldc_) prepare(y, c, rows, exec);
       multiply(y.data, c.data, exec);
     }
-    if (flags != nullptr || !kernels::is_identity(epi)) kernels::apply_epilogue(c, rows, epi, flags, exec.stream);
+    if (flags != nullptr || !kernels::is_identity(epi)) kernels::apply_epilogue(c, rows, epi, flags, exec);
   }
 
   // dense x sparse: makes the dense descriptors (and, with cusparse_workspace::reuse, the

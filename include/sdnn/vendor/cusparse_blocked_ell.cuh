@@ -123,7 +123,7 @@ class cusparse_blocked_ell_plan {
     if (m_ == 0 || n_ == 0) return;
     if (trivial()) {  // nothing to multiply: C = epi(0)
       SDNN_CUDA_CHECK(cudaMemset2DAsync(c.data, sizeof(T) * c.ld, 0, sizeof(T) * c.cols, c.rows, exec.stream));
-      kernels::apply_epilogue(c, epi, exec.stream);
+      kernels::apply_epilogue(c, epi, exec);
       return;
     }
     auto& o = obj_;
@@ -135,7 +135,7 @@ class cusparse_blocked_ell_plan {
     check_spmm_status(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
                                    o.a, o.b, &beta, o.c, CUDA_R_32F, CUSPARSE_SPMM_BLOCKED_ELL_ALG1, buf_.data()),
                       "cusparseSpMM", __LINE__);
-    kernels::apply_epilogue(c, epi, exec.stream);
+    kernels::apply_epilogue(c, epi, exec);
   }
 
  private:
