@@ -13,10 +13,10 @@ SANITIZE_FILTER=${SANITIZE_FILTER:-'~[challenge]~[indices_huge]'} RACECHECK_FILT
 rc=$?
 CT=$B/tests/sdnn_cuda_tests
 for tool in memcheck racecheck; do
-  SDNN_REQUIRE_GPU=1 timeout 240 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 99 "$CT" "[engine_race]" \
-    > "$OUT/engine_$tool.log" 2>&1
+  SDNN_REQUIRE_GPU=1 timeout 240 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 99 "$CT" \
+    "${EXTRA_SANITIZE:-[engine_race],[plan]}" > "$OUT/extra_$tool.log" 2>&1
   r=$?; [ $r -ne 0 ] && rc=1
-  echo "compute-sanitizer $tool on [engine_race]: rc=$r; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/engine_$tool.log" | tail -1) $(grep -E '^(All tests passed|test cases:)' "$OUT/engine_$tool.log" | tail -1)" | tee -a "$OUT/summary.txt"
+  echo "compute-sanitizer $tool on ${EXTRA_SANITIZE:-[engine_race],[plan]}: rc=$r; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/extra_$tool.log" | tail -1) $(grep -E '^(All tests passed|test cases:)' "$OUT/extra_$tool.log" | tail -1)" | tee -a "$OUT/summary.txt"
 done
 if [ -n "${ABLATION_CONFIGS:-}" ]; then
   CONFIGS=$ABLATION_CONFIGS benchmarks/challenge_ablation.sh "$B" "$OUT/ablation" > "$OUT/ablation.log" 2>&1
