@@ -138,6 +138,7 @@ class dense_sparse_plan {
   void run(cuda_exec exec, dense_view<T const> a, dense_view<T> c, basic_epilogue<Acc> const& epi,
            workspace ws = {}) const {
     check(a, c);
+    SDNN_EXPECTS(a.rows <= INT32_MAX, "dense_sparse_plan: ", a.rows, " rows exceed the int32 row ids of the kernels");
     runs_.note(exec);
     if (a.rows == 0) return;
     auto const rows = static_cast<std::int32_t>(a.rows);
