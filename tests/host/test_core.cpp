@@ -1,5 +1,6 @@
 // Core: errors, host buffers, CSR construction and validation (hand-computed cases).
 #include "sdnn_catch.hpp"
+#include "sdnn_test_util.hpp"
 
 #include <sdnn/sdnn.hpp>
 
@@ -78,4 +79,25 @@ TEST_CASE("make_csr rejects every kind of invalid input, naming the first bad en
   CHECK(has(reject(1, 3, {0, 2}, {2, 1}, {1, 1}), "col_idx[1] = 1 must be greater than col_idx[0] = 2"));
   CHECK(has(reject(1, 3, {0, 2}, {1, 1}, {1, 1}), "sorted and unique"));
   CHECK(has(reject(-1, 3, {0}, {}, {}), "must be >= 0"));
+}
+
+TEST_CASE("sizes that overflow are refused, not wrapped (issue 13 memory-safety cases)", "[core][formats]") {
+  using sdnn_test::error_text;
+  using sdnn_test::has;
+  // rows x width wrapped to 0, then validate read out of bounds
+  REQUIRE(has(error_text([] { sdnn::ell_matrix<float, std::int64_t>(std::int64_t{1} << 62, 4, 4, 0); }), "overflow"));
+  // 2^32 x 2^32 wrapped to size() == 0, then a write crashed
+  REQUIRE(has(error_text([] { sdnn::dense_matrix<float>(std::int64_t{1} << 32, std::int64_t{1} << 32); }),
+              "overflow"));
+  // width 0 with 2^62 rows: validate returns at once (it looped 2^62 times)
+  sdnn::ell_view<float, std::int64_t> v{};
+  v.rows = std::int64_t{1} << 62;
+  v.cols = 4;
+  v.width = 0;
+  v.nnz = 0;
+  REQUIRE_NOTHROW(sdnn::validate(v, 0, 0));
+  v.width = 4;
+  REQUIRE(has(error_text([&] { sdnn::validate(v, 0, 0); }), "overflow"));
+  REQUIRE(sdnn::detail::checked_extent(3, 5, "x") == 15);
+  REQUIRE(sdnn::detail::checked_extent(0, std::int64_t{1} << 62, "x") == 0);
 }

@@ -21,6 +21,7 @@
 // Destructors never throw: a failed release is reported on stderr (detail::report_release).
 #pragma once
 
+#include <cstddef>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -102,6 +103,18 @@ std::string concat(Args const&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();
+}
+
+// a * b as a count of elements (both >= 0), or an sdnn::error naming `what` when the product
+// does not fit (an element count must also fit a byte count of 8-byte elements, so it is
+// bounded by 2^60). Every container size that multiplies two extents goes through this.
+inline std::size_t checked_extent(long long a, long long b, char const* what) {
+  constexpr unsigned long long limit = 1ULL << 60;
+  if (a < 0 || b < 0) throw ::sdnn::error(concat(what, ": extents must be >= 0, got ", a, " and ", b));
+  unsigned long long const ua = static_cast<unsigned long long>(a), ub = static_cast<unsigned long long>(b);
+  if (ua != 0 && ub > limit / ua)
+    throw ::sdnn::error(concat(what, ": ", a, " x ", b, " elements overflow the addressable size (at most 2^60)"));
+  return static_cast<std::size_t>(ua * ub);
 }
 
 // For destructors, which cannot throw: a failed release is reported on stderr, never lost

@@ -77,7 +77,7 @@ class dense_matrix {
  private:
   static std::size_t checked_size(std::int64_t rows, std::int64_t cols) {
     SDNN_EXPECTS(rows >= 0 && cols >= 0, "dense_matrix: shape must be non-negative, got ", rows, " x ", cols);
-    return static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+    return detail::checked_extent(rows, cols, "dense_matrix");
   }
   std::int64_t rows_ = 0, cols_ = 0;
   buffer<T, Space> data_;

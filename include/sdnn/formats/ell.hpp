@@ -80,9 +80,10 @@ class ell_matrix {
     SDNN_EXPECTS(rows >= 0 && cols >= 0 && width >= 0 && nnz >= 0,
                  "ell_matrix: rows, cols, width and nnz must be >= 0, got ", rows, ", ", cols, ", ", width, ", ",
                  nnz);
-    SDNN_EXPECTS(static_cast<std::size_t>(nnz) <= static_cast<std::size_t>(rows) * static_cast<std::size_t>(width),
-                 "ell_matrix: nnz = ", nnz, " does not fit in rows * width = ", rows, " * ", width);
-    return static_cast<std::size_t>(rows) * static_cast<std::size_t>(width);
+    std::size_t const slots = detail::checked_extent(rows, width, "ell_matrix: rows x width");
+    SDNN_EXPECTS(static_cast<std::size_t>(nnz) <= slots, "ell_matrix: nnz = ", nnz,
+                 " does not fit in rows * width = ", rows, " * ", width);
+    return slots;
   }
   Index rows_ = 0, cols_ = 0, width_ = 0, nnz_ = 0;
   buffer<Index, Space> col_idx_;
@@ -95,12 +96,14 @@ template <class T, class Index>
 void validate(ell_view<T, Index> const& a, std::size_t col_idx_size, std::size_t values_size) {
   SDNN_EXPECTS(a.rows >= 0 && a.cols >= 0 && a.width >= 0 && a.nnz >= 0,
                "ell: rows, cols, width and nnz must be >= 0, got ", a.rows, ", ", a.cols, ", ", a.width, ", ", a.nnz);
-  std::size_t const slots = static_cast<std::size_t>(a.rows) * static_cast<std::size_t>(a.width);
+  std::size_t const slots = detail::checked_extent(a.rows, a.width, "ell: rows x width");
   SDNN_EXPECTS(col_idx_size == slots, "ell: col_idx must have width * rows = ", slots, " entries, got ",
                col_idx_size);
   SDNN_EXPECTS(values_size == slots, "ell: values must have width * rows = ", slots, " entries, got ", values_size);
   std::size_t stored = 0;
-  for (Index i = 0; i < a.rows; ++i) {
+  // With width 0 there is nothing to look at (and rows may be huge): the loop is bounded by
+  // the slots the arrays hold.
+  for (Index i = 0; i < a.rows && a.width > 0; ++i) {
     bool padding_seen = false;
     for (Index k = 0; k < a.width; ++k) {
       std::size_t const s = a.slot(i, k);
