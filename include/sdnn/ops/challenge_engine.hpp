@@ -16,6 +16,21 @@
 // Limits (can_implement): N * (R + classes) floats of shared memory per block for R >= 1 rows,
 // i.e. N <= 16384 on an H100/H200 with folding (N = 65536 needs a tiling of the activation row
 // across blocks, not built; pipeline::challenge_network serves it); int32 row and column indices.
+//
+// Design for N = 65536 (not built; written down so that the next step is measurable). One row is
+// 256 KB of float activations, more than a block's shared memory (227 KB). Two ways, with the
+// bytes each moves per row-layer (rows x layers actually computed, ~5 M at L = 1920 before
+// retirement, ~0.25 M after it, measured counts of the smaller sizes scaled by N):
+//  (a) A cluster of 4 blocks (thread-block cluster, distributed shared memory, sm_90) holds one
+//      row split in 4 slices of 16384 neurons (64 KB each). A class's inputs are RadiX-Net
+//      strided (32 inputs spread over the row), so a block reads its inputs from the 4 slices
+//      through DSMEM: 32 inputs x 4 B per class, 4096 classes (fold 16) -> 512 KB of DSMEM reads
+//      per row-layer, 0 bytes of HBM for activations; weights 4096 classes x 32 x 8 B = 1 MB per
+//      layer from L2 (shared by the cluster's rows). Cluster barriers replace __syncthreads.
+//  (b) Without clusters: the row in global memory (L2-resident for a few hundred rows: 256 KB
+//      each, 50-60 MB of L2), a block per 16384-neuron slice, a grid-wide step per layer: per
+//      row-layer 256 KB written + 32 x 4 B x 4096 gathered sectors (~4 MB of 32-byte sectors)
+//      read; 8x the traffic of (a). (a) is the plan.
 #pragma once
 
 #include <cstdint>
