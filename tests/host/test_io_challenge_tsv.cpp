@@ -118,6 +118,16 @@ TEST_CASE("challenge readers reject malformed files, naming the file and the lin
   auto const cat3 = dir.write("cat3.tsv", "7\nabc\n");
   CHECK(has(error_text([&] { io::read_categories(cat3); }), "line 2: image id 'abc' is not an integer"));
 
+  // NaN and Inf are refused with the line (NaN in two official weights gave 36 categories
+  // instead of 19, exit 0); so is an image id the file cannot justify (one stray line with id
+  // 2147483647 made infer allocate 13 GB).
+  CHECK(has(bad("1\t1\t1\n2\t2\tnan\n"), "line 2: value 'nan' is not finite"));
+  CHECK(has(bad("1\t1\tinf\n"), "line 1: value 'inf' is not finite"));
+  CHECK(has(bad("1\t1\t-inf\n"), "is not finite"));
+  auto const stray = dir.write("stray.tsv", "1\t1\t1\n2\t3\t1\n2147483647\t1\t1\n");
+  CHECK(has(error_text([&] { io::read_challenge_images(stray, 4); }), "the largest image id is 2147483647"));
+  CHECK(io::read_challenge_images(dir.write("gap.tsv", "1\t1\t1\n100\t2\t1\n"), 4).rows() == 100);
+
   std::string const missing = dir.file("does-not-exist.tsv");
   CHECK(has(error_text([&] { io::read_challenge_layer(missing, 4); }), "cannot open '" + missing + "' for reading"));
   CHECK(has(error_text([&] { io::read_categories(missing); }), "does-not-exist.tsv"));

@@ -67,6 +67,8 @@ inline challenge_triplets read_challenge_triplets(std::string const& path, std::
                  "' is not an integer");
     SDNN_EXPECTS(parse_real(f[2], v), "io: '", path, "' line ", in.line_number(), ": value '", f[2],
                  "' is not a number");
+    SDNN_EXPECTS(std::isfinite(v), "io: '", path, "' line ", in.line_number(), ": value '", f[2],
+                 "' is not finite (NaN and Inf weights or pixels are refused)");
     SDNN_EXPECTS(i >= 1 && i <= row_limit, "io: '", path, "' line ", in.line_number(), ": ", row_name, " ", i,
                  " is out of range [1, ", row_limit, "] (indices are 1-based)");
     SDNN_EXPECTS(j >= 1 && j <= max_col, "io: '", path, "' line ", in.line_number(), ": ", col_name, " ", j,
@@ -107,6 +109,13 @@ inline csr_matrix<float, std::int32_t> read_challenge_images(std::string const& 
   SDNN_EXPECTS(neurons > 0, "read_challenge_images: neurons must be > 0, got ", neurons);
   SDNN_EXPECTS(images >= -1, "read_challenge_images: images must be >= 0 or -1 (from the file), got ", images);
   auto t = detail::read_challenge_triplets(path, images, neurons, "image id", "pixel (neuron)");
+  // Without an explicit count the largest id sets the row count: bounded by what the file can
+  // justify (at most 64 images per stored pixel, so one stray id cannot allocate gigabytes).
+  std::int64_t const justified = 64 * std::max<std::int64_t>(static_cast<std::int64_t>(t.rows.size()), 1);
+  SDNN_EXPECTS(images >= 0 || t.max_row_seen <= justified, "io: '", path, "': the largest image id is ",
+               t.max_row_seen, " but the file stores only ", t.rows.size(),
+               " pixels (at most 64 images per stored pixel are accepted without an explicit image count; pass the "
+               "count, e.g. graph_challenge --images)");
   std::int32_t const rows = images >= 0 ? images : static_cast<std::int32_t>(t.max_row_seen);
   return detail::triplets_to_csr<float, std::int32_t>(rows, neurons, t.rows, t.cols, t.values,
                                                       detail::duplicate_policy::reject, path);
