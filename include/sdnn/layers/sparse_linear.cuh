@@ -2,8 +2,9 @@
 // sparse_linear.hpp for every compiler): the layer holds one ops::dense_sparse_plan and the
 // bias in device memory.
 //
-// A program whose .cpp files use a sparse_linear type needs these definitions in one .cu;
-// a .cu that uses the type gets them by including this header; otherwise
+// A program whose .cpp files use a sparse_linear type needs these definitions in one .cu: a .cu
+// that includes this header and constructs the type gets them (its vtable instantiates the
+// device members); otherwise
 //   SDNN_INSTANTIATE_SPARSE_LINEAR(float, sdnn::policy::sparse_linear_default);
 // at namespace scope in a .cu instantiates every member of that layer type.
 #pragma once
