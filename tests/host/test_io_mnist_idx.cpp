@@ -50,6 +50,18 @@ TEST_CASE("IDX readers reject a wrong magic, a truncated file, a missing file", 
   auto const empty = dir.write("f.idx", "");
   CHECK(has(error_text([&] { io::read_idx_labels(empty); }), "truncated"));
   CHECK(has(error_text([&] { io::read_idx_images((dir.path / "nope.idx").string()); }), "cannot open"));
+  // Headers that claim more than the file holds: a clear "truncated", never an allocation of the
+  // claimed size (an 8-byte label file claiming 2^31 - 1 labels took 2.2 GB; a 16-byte image
+  // header threw std::bad_alloc).
+  auto const huge_lab = dir.write("g.idx", be32(0x801) + be32(0x7fffffffu));
+  CHECK(has(error_text([&] { io::read_idx_labels(huge_lab); }), "expected 2147483647 bytes of IDX labels, got 0"));
+  auto const huge_img = dir.write("h.idx", be32(0x803) + be32(0x7fffffffu) + be32(4) + be32(4));
+  CHECK(has(error_text([&] { io::read_idx_images(huge_img); }), "is truncated"));
+  // Labels are digits; nothing may follow the data.
+  CHECK(has(error_text([&] { io::read_idx_labels(dir.write("i.idx", be32(0x801) + be32(2) + std::string("\x03\x0c", 2))); }),
+            "label 1 is 12, not a digit"));
+  CHECK(has(error_text([&] { io::read_idx_labels(dir.write("j.idx", be32(0x801) + be32(1) + std::string("\x03zz", 3))); }),
+            "bytes follow the labels"));
 }
 
 TEST_CASE("the shipped MNIST digits: 10000 x 28 x 28 with labels", "[io]") {

@@ -4,10 +4,12 @@
 // big-endian uint32, then count * rows * cols bytes, image after image, each row-major
 // (pixel (r, c) of image n at pixels[(n * rows + r) * cols + c]), 0 = background,
 // 255 = full ink. Labels: magic 0x00000801, count, then count bytes (0..9).
-// A wrong magic, absurd dimensions or a file shorter than its header says throws
-// sdnn::error naming the file.
+// A wrong magic, absurd dimensions, a file shorter or longer than its header says, or a label
+// above 9 throws sdnn::error naming the file; memory grows with the data actually read, never
+// with the header's claim alone.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,6 +35,33 @@ inline std::int32_t checked_dim(std::uint32_t v, std::string const& path, char c
   SDNN_EXPECTS(v <= 0x7fffffffu, "io: '", path, "': IDX ", what, " = ", v, " is too large");
   return static_cast<std::int32_t>(v);
 }
+// Reads the n bytes a header promises in chunks of at most 16 MiB, growing the result as the
+// data arrives: a header that claims more than the file holds fails as "truncated" after
+// reading what is there, and never allocates what the file cannot justify.
+inline std::vector<std::uint8_t> read_promised(byte_reader& in, std::size_t n, char const* what) {
+  std::vector<std::uint8_t> out;
+  std::size_t constexpr chunk = std::size_t(1) << 24;
+  while (out.size() < n) {
+    std::size_t const want = std::min(chunk, n - out.size());
+    std::size_t const at = out.size();
+    out.resize(at + want);
+    std::size_t got = 0;
+    while (got < want) {
+      std::size_t const r = in.read(reinterpret_cast<char*>(out.data() + at + got), want - got);
+      if (r == 0) break;
+      got += r;
+    }
+    SDNN_EXPECTS(got == want, "io: '", in.path(), "' is truncated: expected ", n, " bytes of ", what, ", got ",
+                 at + got);
+  }
+  return out;
+}
+// After the promised data: nothing may follow (trailing bytes mean a wrong header).
+inline void expect_end(byte_reader& in, char const* what) {
+  char extra = 0;
+  SDNN_EXPECTS(in.read(&extra, 1) == 0, "io: '", in.path(), "': bytes follow the ", what,
+               " that the IDX header announces (a wrong count?)");
+}
 }  // namespace detail
 
 inline idx_images read_idx_images(std::string const& path) {
@@ -47,8 +76,8 @@ inline idx_images read_idx_images(std::string const& path) {
   std::size_t const n = std::size_t(r.count) * std::size_t(r.rows) * std::size_t(r.cols);
   SDNN_EXPECTS(r.rows <= 65536 && r.cols <= 65536 && n <= (std::size_t(1) << 36), "io: '", path,
                "': IDX dimensions ", r.count, " x ", r.rows, " x ", r.cols, " are implausible");
-  r.pixels.resize(n);
-  in.read_exact(r.pixels.data(), n, "IDX pixel data");
+  r.pixels = detail::read_promised(in, n, "IDX pixel data");
+  detail::expect_end(in, "pixel data");
   return r;
 }
 
@@ -58,8 +87,10 @@ inline std::vector<std::uint8_t> read_idx_labels(std::string const& path) {
   SDNN_EXPECTS(magic == 0x00000801u, "io: '", path, "' is not an IDX label file: magic 0x", std::hex, magic,
                ", expected 0x801 (unsigned byte, 1 dimension)");
   std::int32_t const count = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "label count");
-  std::vector<std::uint8_t> labels(static_cast<std::size_t>(count));
-  in.read_exact(labels.data(), labels.size(), "IDX labels");
+  auto labels = detail::read_promised(in, static_cast<std::size_t>(count), "IDX labels");
+  detail::expect_end(in, "labels");
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    SDNN_EXPECTS(labels[i] <= 9, "io: '", path, "': label ", i, " is ", int(labels[i]), ", not a digit 0..9");
   return labels;
 }
 
