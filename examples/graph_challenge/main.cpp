@@ -157,6 +157,29 @@ struct layer_source {
   host_layer_fn host;
   device_layer_fn device;
 };
+// One warm-up run (for the pipeline: CUDA Graph capture), then `reps` timed runs (reps <= 0: 5
+// when the warm-up took under a second, else 1); every run's categories must equal the warm-up's.
+// Returns the warm-up's result and sets seconds (median of the timed runs), warm_s and reps.
+template <class Run>
+auto timed_runs(cudaStream_t s, Run&& run, int& reps, double& seconds, double& warm_s) {
+  SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
+  auto w0 = std::chrono::steady_clock::now();
+  auto warm = run();
+  warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  if (reps <= 0) reps = warm_s < 1.0 ? 5 : 1;
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = run();  // synchronises at the end (reads the categories back)
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    SDNN_EXPECTS(r.categories == warm.categories, "graph_challenge: categories changed between runs");
+  }
+  std::sort(times.begin(), times.end());
+  seconds = times[times.size() / 2];
+  return warm;
+}
+
 // Builds the device network (weights transposed to CSC once), uploads the inputs, runs one
 // warm-up inference (captures the CUDA Graph), then `reps` timed ones (median); reps = 0
 // picks 5 when the warm-up took under a second, else 1.
@@ -178,22 +201,9 @@ outcome run_device(std::int32_t layers_n, float bias, layer_source const& make, 
     opt.max_batch = max_batch;
     auto in_d = to_device(inputs, exec);
     net.plan(inputs.rows(), exec, opt);
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
-    auto w0 = std::chrono::steady_clock::now();
-    auto warm = net.run(exec, in_d.view());
-    double const warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-    if (reps <= 0) reps = warm_s < 1.0 ? 5 : 1;
-    std::vector<double> times;
-    for (int i = 0; i < reps; ++i) {
-      SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
-      auto t0 = std::chrono::steady_clock::now();
-      auto r = net.run(exec, in_d.view());  // synchronises at the end (reads the categories back)
-      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      SDNN_EXPECTS(r.categories == warm.categories, "graph_challenge: categories changed between runs");
-      out.batches = r.batches;
-    }
-    std::sort(times.begin(), times.end());
-    out.seconds = times[times.size() / 2];
+    double warm_s = 0;
+    auto warm = timed_runs(s, [&] { return net.run(exec, in_d.view()); }, reps, out.seconds, warm_s);
+    out.batches = warm.batches;
     out.categories = std::move(warm.categories);
     out.connections = net.connections();
     std::fprintf(stderr, "  (warm-up run %.4f s incl. graph capture; %d timed runs; batch %lld rows)\n", warm_s, reps,
@@ -222,21 +232,8 @@ outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make,
     ops::challenge_engine_plan plan(ws, bias, exec, opt);
     ws.clear();
     auto in_d = to_device(inputs, exec);
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
-    auto w0 = std::chrono::steady_clock::now();
-    auto warm = plan.run(exec, in_d.view());
-    double const warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-    if (reps <= 0) reps = warm_s < 1.0 ? 5 : 1;
-    std::vector<double> times;
-    for (int i = 0; i < reps; ++i) {
-      SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
-      auto t0 = std::chrono::steady_clock::now();
-      auto r = plan.run(exec, in_d.view());  // synchronises at the end (reads the categories back)
-      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      SDNN_EXPECTS(r.categories == warm.categories, "graph_challenge: categories changed between runs");
-    }
-    std::sort(times.begin(), times.end());
-    out.seconds = times[times.size() / 2];
+    double warm_s = 0;
+    auto warm = timed_runs(s, [&] { return plan.run(exec, in_d.view()); }, reps, out.seconds, warm_s);
     out.categories = std::move(warm.categories);
     out.connections = plan.connections();
     out.batches = warm.batches;

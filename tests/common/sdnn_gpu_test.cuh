@@ -26,6 +26,22 @@ inline bool have_gpu() {
   return n > 0;
 }
 
+// Two non-blocking streams for the plan-protocol tests (runs on a stream other than a plan's
+// home stream); synchronised and destroyed at scope exit.
+struct stream_pair {
+  cudaStream_t a = nullptr, b = nullptr;
+  stream_pair() {
+    SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  }
+  ~stream_pair() {
+    cudaStreamSynchronize(a);
+    cudaStreamSynchronize(b);
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+  }
+};
+
 // Copies a device buffer back (synchronises the stream) into a std::vector.
 template <class T>
 std::vector<T> to_vector(sdnn::buffer<T, sdnn::device_space> const& d, cudaStream_t s = nullptr) {

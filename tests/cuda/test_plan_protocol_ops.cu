@@ -17,19 +17,7 @@ using namespace sdnn;
 
 namespace {
 
-struct stream_pair {
-  cudaStream_t a = nullptr, b = nullptr;
-  stream_pair() {
-    SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
-    SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
-  }
-  ~stream_pair() {
-    cudaStreamSynchronize(a);
-    cudaStreamSynchronize(b);
-    cudaStreamDestroy(a);
-    cudaStreamDestroy(b);
-  }
-};
+using sdnn_test::stream_pair;
 
 // Small integers: every summation order gives the same bits, so results compare with ==.
 csr_matrix<float, std::int32_t> random_a(std::int32_t m, std::int32_t k, double density, std::uint32_t seed) {
