@@ -236,7 +236,7 @@ outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make,
     auto warm = timed_runs(s, [&] { return plan.run(exec, in_d.view()); }, reps, out.seconds, warm_s);
     out.categories = std::move(warm.categories);
     out.connections = plan.connections();
-    out.batches = warm.batches;
+    out.batches = warm.rows;
     double fmin = 1e300, fmax = 0;
     for (double f : plan.fold_factors()) {
       fmin = std::min(fmin, f);
@@ -244,12 +244,12 @@ outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make,
     }
     char buf[768];
     std::snprintf(buf, sizeof buf,
-                  "rows x layers computed %lld of %lld; layers skipped %lld (over %lld batches of %d rows); rows "
-                  "retired as all-cap %lld; fold factor %.0f..%.0f; %s",
+                  "rows x layers computed %lld of %lld; layers skipped %lld (%lld rows, %d threads per row); "
+                  "rows retired as all-cap %lld; fold factor %.0f..%.0f; %s",
                   static_cast<long long>(warm.row_layers),
                   static_cast<long long>(inputs.rows()) * static_cast<long long>(layers_n),
-                  static_cast<long long>(warm.layers_skipped), static_cast<long long>(warm.batches),
-                  plan.rows_per_block(), static_cast<long long>(warm.retired), fmin, fmax, plan.summary().c_str());
+                  static_cast<long long>(warm.layers_skipped), static_cast<long long>(warm.rows),
+                  plan.threads_per_row(), static_cast<long long>(warm.retired), fmin, fmax, plan.summary().c_str());
     out.engine = buf;
     std::snprintf(buf, sizeof buf,
                   ",\"row_layers\":%lld,\"layers_skipped\":%lld,\"retired\":%lld,\"fold_min\":%.0f,\"fold_max\":%.0f,"

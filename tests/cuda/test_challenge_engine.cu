@@ -44,7 +44,9 @@ std::vector<float> dense_of(layer_t const& y) {
 void check_engine(std::vector<layer_t> const& ws, float bias, layer_t const& inputs, cuda_exec exec,
                   ops::challenge_engine_options opt, std::string const& what) {
   INFO(what << " (retirement " << opt.structure.retirement << ", folding " << opt.structure.folding
-            << ", rows per block " << opt.rows_per_block << ")");
+            << ", threads per row " << opt.threads_per_row << ", scratch "
+            << (opt.scratch == ops::challenge_engine_scratch_place::global ? "global" : "automatic") << ", compact terms "
+            << opt.compact_terms << ")");
   auto const ref = reference::challenge_infer(inputs, ws, bias, opt.cap);
   auto const cats = reference::challenge_categories(ref);
   auto const want = dense_of(ref);
@@ -62,22 +64,34 @@ void check_engine(std::vector<layer_t> const& ws, float bias, layer_t const& inp
   REQUIRE(bad == 0);
   // the counters tell what ran
   REQUIRE(r.row_layers <= static_cast<std::int64_t>(inputs.rows()) * static_cast<std::int64_t>(ws.size()));
+  REQUIRE(r.row_layers + r.layers_skipped == static_cast<std::int64_t>(inputs.rows()) * static_cast<std::int64_t>(ws.size()));
+  REQUIRE(r.rows == inputs.rows());
+  if (opt.scratch == ops::challenge_engine_scratch_place::global) REQUIRE_FALSE(plan.state_in_shared_memory());
   if (!opt.structure.retirement) REQUIRE(r.retired == 0);
   // a second run of the same plan gives the same categories (the queue and counters reset)
   REQUIRE(plan.run(exec, d_in.view()).categories == cats);
 }
 
 void check_all_options(std::vector<layer_t> const& ws, float bias, layer_t const& inputs, cuda_exec exec,
-                       std::string const& what, std::vector<int> rows_per_block = {0}) {
+                       std::string const& what, std::vector<int> threads_per_row = {0}, bool also_global = false) {
   for (bool retire : {true, false})
-    for (bool fold : {true, false})
-      for (int rpb : rows_per_block) {
+    for (bool fold : {true, false}) {
+      for (int tpr : threads_per_row) {
         ops::challenge_engine_options opt;
         opt.structure.retirement = retire;
         opt.structure.folding = fold;
-        opt.rows_per_block = rpb;
+        opt.threads_per_row = tpr;
         check_engine(ws, bias, inputs, exec, opt, what);
       }
+      if (also_global) {  // state and input row in global scratch (the N = 65536 path), wide terms
+        ops::challenge_engine_options opt;
+        opt.compact_terms = false;
+        opt.structure.retirement = retire;
+        opt.structure.folding = fold;
+        opt.scratch = ops::challenge_engine_scratch_place::global;
+        check_engine(ws, bias, inputs, exec, opt, what);
+      }
+    }
 }
 
 layer_t first_rows(layer_t const& y, std::int32_t k) {
@@ -117,7 +131,7 @@ TEST_CASE("challenge engine: official 1024 x 120 network, first 1200 images, eve
   REQUIRE(r.categories == truth);
   REQUIRE(r.retired > 0);
   REQUIRE(r.layers_skipped > 0);
-  check_all_options(ws, -0.3f, images, exec, "official 1024 x 120", {0, 1, 16});
+  check_all_options(ws, -0.3f, images, exec, "official 1024 x 120", {0, 32, 512}, true);
 }
 
 TEST_CASE("challenge engine: generated networks, N = 1024 / 4096 / 16384", "[cuda][engine][challenge]") {
@@ -199,7 +213,7 @@ TEST_CASE("challenge engine: networks built to break each proof stay exact", "[c
       rp.push_back(static_cast<std::int32_t>(ci.size()));
     }
     auto in = make_csr<float, std::int32_t>(77, 256, rp, ci, v);
-    check_all_options(ws, -0.05f, in, exec, "random float network", {0, 1, 4});
+    check_all_options(ws, -0.05f, in, exec, "random float network", {0, 128, 512}, true);
   }
   SECTION("a NaN weight: categories as the reference's, NaNs where it has them") {
     std::vector<layer_t> ws;
@@ -233,7 +247,7 @@ TEST_CASE("challenge engine: zero images, empty rows, one layer", "[cuda][engine
   std::copy(images.row_ptr().begin(), images.row_ptr().begin() + 41, few.row_ptr().begin());
   std::copy(images.col_idx().begin(), images.col_idx().begin() + few.nnz(), few.col_idx().begin());
   std::copy(images.values().begin(), images.values().begin() + few.nnz(), few.values().begin());
-  check_all_options(ws6, -0.3f, few, exec, "24 official layers, 40 images", {0, 2});
+  check_all_options(ws6, -0.3f, few, exec, "24 official layers, 40 images", {0, 128}, true);
   // a layer that is not N x N is refused with the layer named
   std::vector<layer_t> bad;
   bad.push_back(data::official_1024_layer(0));
