@@ -289,9 +289,8 @@ class command {
     for (auto const& o : options_) {
       std::string text = o.help_text;
       if (!o.choices.empty()) {
-        text += " One of:";
+        text += !text.empty() && text.back() == '.' ? " One of:" : "; one of:";
         for (std::size_t i = 0; i < o.choices.size(); ++i) text += (i ? ", " : " ") + o.choices[i];
-        text += ".";
       }
       if (o.is_required) text += " (required)";
       else if (o.default_value) text += " (default: " + *o.default_value + ")";
