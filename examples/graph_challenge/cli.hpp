@@ -175,7 +175,8 @@ inline std::string suggest(std::string const& given, std::vector<std::string> co
   return n == 1 ? prefix_of : std::string();
 }
 
-// Word-wraps `text` to `width` columns; continuation lines start with `indent` spaces.
+// Word-wraps `text` to `width` columns; continuation lines start with `indent` spaces. A
+// '\x01' is a space that is not a break.
 inline std::string wrap(std::string const& text, std::size_t first_column, std::size_t indent, std::size_t width = 100) {
   std::string out, word;
   std::size_t col = first_column;
@@ -193,6 +194,7 @@ inline std::string wrap(std::string const& text, std::size_t first_column, std::
     col += word.size();
     first = false;
   }
+  std::replace(out.begin(), out.end(), '\x01', ' ');
   return out;
 }
 
@@ -292,9 +294,11 @@ class command {
         text += !text.empty() && text.back() == '.' ? " One of:" : "; one of:";
         for (std::size_t i = 0; i < o.choices.size(); ++i) text += (i ? ", " : " ") + o.choices[i];
       }
+      // '\x01': a space wrap() does not break at ("(default: X)" stays on one line when short).
+      std::string def = o.default_value ? *o.default_value : o.default_note;
+      if (def.size() <= 30) std::replace(def.begin(), def.end(), ' ', '\x01');
       if (o.is_required) text += " (required)";
-      else if (o.default_value) text += " (default: " + *o.default_value + ")";
-      else if (!o.default_note.empty()) text += " (default: " + o.default_note + ")";
+      else if (!def.empty()) text += " (default:\x01" + def + ")";
       entry(o.signature(), text);
     }
     entry("-h, --help", "show this help and exit");

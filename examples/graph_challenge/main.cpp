@@ -507,7 +507,9 @@ cli::parser make_parser() {
       .help("neurons per layer: " + challenge_sizes);
   bench.opt("layers", "L").integer(1, 2147483647).required().help("number of layers, 1 to " + int32_max);
   bench.opt("images", "K").integer(1, 2147483647).default_to("60000")
-      .help("number of distinct input images (at most 1000 times the source digits)");
+      .help("number of distinct input images, at most " + std::to_string(data::distinct_input_offsets().size()) +
+            " per source digit (" + std::to_string(data::distinct_input_offsets().size() * 10000) +
+            " with the shipped digits)");
   bench.opt("policy", "NAME").one_of(policies).default_to(default_policy_name()).help(policy_help);
   bench.opt("seed", "S").text().check(check_seed)
       .default_is("the official layers when N = 1024 and L <= 120, else 2026")

@@ -71,7 +71,7 @@ TEST_CASE("cli: help lists every option with its default, per command and for th
   CHECK(has(h, "--neurons N"));
   CHECK(has(h, "neurons per layer (required)"));
   CHECK(has(h, "(default: tiled16)"));
-  CHECK(has(h, "One of: tiled16, tiled32, gather8."));
+  CHECK(has(h, "kernel policy; one of: tiled16, tiled32, gather8 (default: tiled16)"));
   CHECK(has(h, "rows per batch; 0 = automatic (default: 0)"));
   CHECK(has(h, "output file (default: not written)"));
   CHECK(has(h, "-h, --help"));
