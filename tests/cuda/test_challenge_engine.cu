@@ -46,7 +46,7 @@ void check_engine(std::vector<layer_t> const& ws, float bias, layer_t const& inp
   INFO(what << " (retirement " << opt.structure.retirement << ", folding " << opt.structure.folding
             << ", threads per row " << opt.threads_per_row << ", scratch "
             << (opt.scratch == ops::challenge_engine_scratch_place::global ? "global" : "automatic") << ", compact terms "
-            << opt.compact_terms << ")");
+            << opt.compact_terms << ", fast path " << opt.fast_path << ")");
   auto const ref = reference::challenge_infer(inputs, ws, bias, opt.cap);
   auto const cats = reference::challenge_categories(ref);
   auto const want = dense_of(ref);
@@ -67,6 +67,7 @@ void check_engine(std::vector<layer_t> const& ws, float bias, layer_t const& inp
   REQUIRE(r.row_layers + r.layers_skipped == static_cast<std::int64_t>(inputs.rows()) * static_cast<std::int64_t>(ws.size()));
   REQUIRE(r.rows == inputs.rows());
   if (opt.scratch == ops::challenge_engine_scratch_place::global) REQUIRE_FALSE(plan.state_in_shared_memory());
+  if (!opt.fast_path) REQUIRE_FALSE(plan.fast_path());
   if (!opt.structure.retirement) REQUIRE(r.retired == 0);
   // a second run of the same plan gives the same categories (the queue and counters reset)
   REQUIRE(plan.run(exec, d_in.view()).categories == cats);
@@ -81,6 +82,7 @@ void check_all_options(std::vector<layer_t> const& ws, float bias, layer_t const
         opt.structure.retirement = retire;
         opt.structure.folding = fold;
         opt.threads_per_row = tpr;
+        opt.fast_path = tpr == 0;  // explicit thread counts take the general (weight table) path
         check_engine(ws, bias, inputs, exec, opt, what);
       }
       if (also_global) {  // state and input row in global scratch (the N = 65536 path), wide terms
@@ -126,6 +128,7 @@ TEST_CASE("challenge engine: official 1024 x 120 network, first 1200 images, eve
   // What the plan proved on these weights.
   REQUIRE(plan.structure().saturation.status.ok());
   for (double f : plan.fold_factors()) REQUIRE(f >= 16.0);
+  REQUIRE(plan.fast_path());  // one weight (1/16) per layer, 32 terms per class
   auto d_in = to_device(images, exec);
   auto const r = plan.run(exec, d_in.view());
   REQUIRE(r.categories == truth);

@@ -51,9 +51,8 @@ struct alignas(16) challenge_engine_layer_desc {
   std::int32_t slice_base;   // into slices (ceil(D_l / 32) entries)
   std::int32_t distinct;     // D_l; bit 30 (challenge_engine_suffix_bit): layers l..L-1 map all-cap to all-cap
   std::int32_t value_base;   // into values (compact terms only)
-  std::int32_t uniform;      // 1: the fast path (compact terms, every term's weight is `weight`, finite, no
-                             // padding), so a term is its input k and zero inputs need no test
-  float weight;
+  std::int32_t length;       // uniform terms: every class has this many terms (a multiple of 4)
+  float weight;              // uniform terms: the layer's one weight
   std::int32_t pad;
 };
 inline constexpr std::int32_t challenge_engine_suffix_bit = std::int32_t(1) << 30;
@@ -70,6 +69,12 @@ struct alignas(8) challenge_engine_term {
 };
 using challenge_engine_compact_term = std::uint32_t;
 inline constexpr std::uint32_t challenge_engine_compact_empty = 0xffffu;
+//  - uniform (the fast path, when every layer qualifies): each layer has one finite weight and
+//    all its classes the same number of terms, a multiple of 4 (no padding); a term is its
+//    input k (the compact encoding with weight index 0), and zero inputs need no test (below).
+struct challenge_engine_uniform_term {
+  std::uint32_t k;
+};
 
 // The engine's layers on the device.
 struct challenge_engine_layers {
@@ -174,35 +179,53 @@ __device__ __forceinline__ float engine_class_sum(Term const* tm, int len, float
   return acc;
 }
 
-// The fast path's sum (every weight w, finite; no padding): with finite weights a zero input
-// adds 0 * w = +-0 to an accumulator that is never -0 (it starts at +0, and x + (-x) rounds to
-// +0), which leaves it unchanged, so the reference's skip of zero inputs needs no test here.
-__device__ __forceinline__ float engine_uniform_sum(std::uint32_t const* tm, int len, float const* src, float w) {
-  constexpr int C = 8;
-  float acc = 0.f;
-  std::uint32_t cur[C];
+// The fast path's sums for two classes at once (two independent chains; tb == nullptr: one
+// class). Every weight is w, finite: a zero input adds 0 * w = +-0 to an accumulator that is
+// never -0 (it starts at +0, and x + (-x) rounds to +0), which leaves it unchanged, so the
+// reference's skip of zero inputs needs no test. len: a multiple of 4.
+__device__ __forceinline__ void engine_uniform_sums(std::uint32_t const* ta, std::uint32_t const* tb, int len,
+                                                    float const* src, float w, float& za, float& zb) {
+  constexpr int C = 4;
+  float a = 0.f, b = 0.f;
+  std::uint32_t ca[C], cb[C];
 #pragma unroll
-  for (int q = 0; q < C; ++q) cur[q] = q < len ? __ldg(tm + 32 * q) : 0u;
-  for (int p0 = 0; p0 < len; p0 += C) {
-    std::uint32_t nxt[C];
-#pragma unroll
-    for (int q = 0; q < C; ++q) nxt[q] = p0 + C + q < len ? __ldg(tm + 32 * (p0 + C + q)) : 0u;
-    float yv[C];
-#pragma unroll
-    for (int q = 0; q < C; ++q) yv[q] = src[cur[q]];
-#pragma unroll
-    for (int q = 0; q < C; ++q)
-      if (p0 + q < len) acc = __fadd_rn(acc, __fmul_rn(yv[q], w));
-#pragma unroll
-    for (int q = 0; q < C; ++q) cur[q] = nxt[q];
+  for (int q = 0; q < C; ++q) {
+    ca[q] = __ldg(ta + 32 * q);
+    cb[q] = tb ? __ldg(tb + 32 * q) : 0u;
   }
-  return acc;
+  for (int p0 = 0; p0 < len; p0 += C) {
+    std::uint32_t na[C], nb[C];
+    bool const more = p0 + C < len;
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      na[q] = more ? __ldg(ta + 32 * (p0 + C + q)) : 0u;
+      nb[q] = more && tb ? __ldg(tb + 32 * (p0 + C + q)) : 0u;
+    }
+    float ya[C], yb[C];
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      ya[q] = src[ca[q]];
+      yb[q] = src[cb[q]];
+    }
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      a = __fadd_rn(a, __fmul_rn(ya[q], w));
+      b = __fadd_rn(b, __fmul_rn(yb[q], w));
+    }
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      ca[q] = na[q];
+      cb[q] = nb[q];
+    }
+  }
+  za = a;
+  zb = b;
 }
 
 template <int T, int Teams, class Term>
 __global__ void __launch_bounds__(T * Teams)
     challenge_engine_kernel(csr_view<float, std::int32_t> in, challenge_engine_layers net, basic_epilogue<float> epi,
-                            float cap, int* queue, std::int32_t* category, float* final_rows,
+                            float cap, int* queue, std::uint32_t* category, float* final_rows,
                             challenge_engine_scratch scratch, challenge_engine_counters* counters) {
   static_assert(T == 32 || Teams == 1, "challenge_engine: teams larger than a warp take the whole block");
   using team = engine_team<T>;
@@ -256,26 +279,39 @@ __global__ void __launch_bounds__(T * Teams)
         break;
       }
       std::int32_t const d = dsc.distinct & ~challenge_engine_suffix_bit;
-      int2 const* sl = net.slices + dsc.slice_base;
-      Term const* tm = static_cast<Term const*>(net.terms) + dsc.term_base;
-      float const* vals = net.values + dsc.value_base;
       bool nz = false, ac = true;
-      bool const fast = std::is_same_v<Term, challenge_engine_compact_term> && dsc.uniform;
-      for (std::int32_t u = t; u < d; u += T) {
-        int2 const slice = sl[u >> 5];
-        float z;
-        if constexpr (std::is_same_v<Term, challenge_engine_compact_term>) {
-          if (fast)
-            z = engine_uniform_sum(tm + slice.x + (u & 31), slice.y, src, dsc.weight);
-          else
-            z = engine_class_sum(tm + slice.x + (u & 31), slice.y, src, vals);
-        } else {
-          z = engine_class_sum(tm + slice.x + (u & 31), slice.y, src, vals);
+      if constexpr (std::is_same_v<Term, challenge_engine_uniform_term>) {
+        // Class u's term p at (u / 32) * 32 * len + 32 p + u % 32; this thread's classes in pairs.
+        auto const* tu = static_cast<std::uint32_t const*>(net.terms) + dsc.term_base;
+        int const len = dsc.length;
+        for (std::int32_t u = t; u < d; u += 2 * T) {
+          std::int32_t const v = u + T;
+          std::uint32_t const* ta = tu + static_cast<std::int64_t>(u >> 5) * 32 * len + (u & 31);
+          std::uint32_t const* tb = v < d ? tu + static_cast<std::int64_t>(v >> 5) * 32 * len + (v & 31) : nullptr;
+          float za, zb;
+          engine_uniform_sums(ta, tb, len, src, dsc.weight, za, zb);
+          float const oa = epi(za, u);
+          dst[u] = oa;
+          nz |= oa != 0.f;
+          ac &= oa == cap;
+          if (tb) {
+            float const ob = epi(zb, v);
+            dst[v] = ob;
+            nz |= ob != 0.f;
+            ac &= ob == cap;
+          }
         }
-        float const o = epi(z, u);
-        dst[u] = o;
-        nz |= o != 0.f;
-        ac &= o == cap;
+      } else {
+        int2 const* sl = net.slices + dsc.slice_base;
+        Term const* tm = static_cast<Term const*>(net.terms) + dsc.term_base;
+        float const* vals = net.values + dsc.value_base;
+        for (std::int32_t u = t; u < d; u += T) {
+          int2 const slice = sl[u >> 5];
+          float const o = epi(engine_class_sum(tm + slice.x + (u & 31), slice.y, src, vals), u);
+          dst[u] = o;
+          nz |= o != 0.f;
+          ac &= o == cap;
+        }
       }
       // One vote per flag; the votes are the team barrier between this layer's reads of src
       // and the next layer's writes to it.
@@ -295,7 +331,7 @@ __global__ void __launch_bounds__(T * Teams)
     skipped += static_cast<unsigned long long>(L - l);
     bool const category_row = left_retired || (alive && L > 0);
     if (t == 0) {
-      if (category_row) category[row] = 1;
+      if (category_row) atomicOr(category + (row >> 5), 1u << (row & 31));
       if (left_retired) ++retired;
     }
     if (final_rows && category_row) {
@@ -332,13 +368,13 @@ inline std::size_t challenge_engine_team_smem(std::int32_t n, std::int32_t max_d
          sizeof(float);
 }
 
-// Runs the engine over every row of `in` (device CSR, N columns). category[row] (device, zeroed
-// by the caller) becomes 1 for the categories; final_rows (device, rows x N, zeroed, optional)
+// Runs the engine over every row of `in` (device CSR, N columns). Bit row % 32 of category[row /
+// 32] (device, zeroed by the caller) is set for the categories; final_rows (device, rows x N, zeroed, optional)
 // gets the final activations. queue (device int, zeroed) and counters (zeroed) are scratch;
 // scratch.global must hold grid_teams x global_per_team floats (challenge_engine_grid_teams).
 template <int T, class Term>
 void challenge_engine(csr_view<float, std::int32_t> in, challenge_engine_layers const& net, basic_epilogue<float> epi,
-                      float cap, int* queue, std::int32_t* category, float* final_rows,
+                      float cap, int* queue, std::uint32_t* category, float* final_rows,
                       challenge_engine_scratch scratch, std::int64_t grid_blocks, challenge_engine_counters* counters,
                       cuda_exec exec) {
   if (in.rows == 0 || net.layers < 0 || grid_blocks <= 0) return;

@@ -69,6 +69,7 @@ class challenge_engine_plan {
       }
     }
     folds_.assign(L, 1.0);
+    std::int32_t uniform_layers = 0;
     for (std::int32_t l = 0; l < L; ++l) {
       auto const wt = transpose(layers[l]);  // W^T: row j = the inputs of output j, k ascending
       bool const fold = opt.structure.folding && report_.folding.size() == layers.size() &&
@@ -113,15 +114,17 @@ class challenge_engine_plan {
       ds.value_base = static_cast<std::int32_t>(values.size());
       ds.distinct = d | (report_.may_retire_on_entry(l) ? kernels::challenge_engine_suffix_bit : 0);
       std::int64_t off = 0;
-      bool padded = false;
+      std::int32_t common_len = -1;  // every class's term count when they are all equal, else -2
       for (std::int32_t s0 = 0; s0 < d; s0 += 32) {
         std::int32_t len = 0;
         for (std::int32_t u = s0; u < std::min(d, s0 + 32); ++u)
           len = std::max(len, wt.row_ptr()[reps[u] + 1] - wt.row_ptr()[reps[u]]);
         SDNN_EXPECTS(off + std::int64_t{32} * len < std::numeric_limits<std::int32_t>::max(),
                      "challenge engine: layer ", l, " has more terms than the int32 layout holds");
-        for (std::int32_t u = s0; u < s0 + 32; ++u)
-          padded = padded || u >= d || wt.row_ptr()[reps[u] + 1] - wt.row_ptr()[reps[u]] != len;
+        for (std::int32_t u = s0; u < std::min(d, s0 + 32); ++u) {
+          std::int32_t const c = wt.row_ptr()[reps[u] + 1] - wt.row_ptr()[reps[u]];
+          common_len = common_len == -1 ? c : common_len == c ? c : -2;
+        }
         slices.push_back(int2{static_cast<int>(off), len});
         std::size_t const at = compact_ ? compact.size() : wide.size();
         if (compact_)
@@ -146,15 +149,16 @@ class challenge_engine_plan {
         std::memcpy(&w, &bits, 4);
         values.push_back(w);
       }
-      // The fast path: one finite weight for the whole layer, every slice full (a compact term
-      // is then its input index: the weight index is 0).
-      if (compact_ && table.size() == 1 && !padded && std::isfinite(values.back()) && opt.fast_path) {
-        ds.uniform = 1;
+      // The fast path needs every layer to have one finite weight (a compact term is then its
+      // input index: the weight index is 0) and classes of one length, a multiple of 4.
+      if (table.size() == 1 && std::isfinite(values.back()) && common_len > 0 && common_len % 4 == 0) {
+        ds.length = common_len;
         ds.weight = values.back();
-        ++fast_layers_;
+        ++uniform_layers;
       }
       prev_class = cur_class;
     }
+    uniform_ = compact_ && opt.fast_path && uniform_layers == L;
     int dev = 0, optin = 0, per_sm_smem = 0;
     SDNN_CUDA_CHECK(cudaGetDevice(&dev));
     SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -214,17 +218,17 @@ class challenge_engine_plan {
   int threads_per_row() const noexcept { return threads_; }
   bool state_in_shared_memory() const noexcept { return scratch_.state_shared; }
   bool input_in_shared_memory() const noexcept { return scratch_.input_shared; }
-  // Terms: 4-byte compact ones or 8-byte (input, weight); layers on the fast path (one finite
-  // weight per layer, no padding).
+  // Terms: 4-byte compact ones or 8-byte (input, weight); the fast path (every layer with one
+  // finite weight and classes of one length, a multiple of 4).
   bool compact_terms() const noexcept { return compact_; }
-  std::int32_t fast_layers() const noexcept { return fast_layers_; }
+  bool fast_path() const noexcept { return uniform_; }
   // The proofs as made at plan time, and the fold factor used per layer (1: not folded).
   challenge::structure_report const& structure() const noexcept { return report_; }
   std::vector<double> const& fold_factors() const noexcept { return folds_; }
   std::string summary() const { return report_.summary(); }
 
   // Categories of the device CSR inputs (rows x N). Synchronises exec.stream (reads the
-  // categories back). Allocates the per-row category flags (and the final activations when
+  // categories back). Allocates the category bits (one per row) (and the final activations when
   // asked) for this call: rows is a run-time quantity of the inputs.
   challenge_engine_result run(cuda_exec exec, csr_view<float, std::int32_t> inputs, bool keep_final = false) const {
     SDNN_EXPECTS_DIMS(inputs.cols == n_, "challenge engine: inputs have ", inputs.cols, " columns, the network ", n_,
@@ -232,9 +236,11 @@ class challenge_engine_plan {
     runs_.note(exec);
     challenge_engine_result res;
     std::int64_t const rows = inputs.rows;
-    buffer<std::int32_t, device_space> cat(static_cast<std::size_t>(std::max<std::int64_t>(rows, 1)), exec);
+    // One bit per row (a 60000-row run copies 7.5 KB back, not 240 KB).
+    std::size_t const words = static_cast<std::size_t>(std::max<std::int64_t>((rows + 31) / 32, 1));
+    buffer<std::uint32_t, device_space> cat(words, exec);
     buffer<float, device_space> fin;
-    SDNN_CUDA_CHECK(cudaMemsetAsync(cat.data(), 0, cat.size() * sizeof(std::int32_t), exec.stream));
+    SDNN_CUDA_CHECK(cudaMemsetAsync(cat.data(), 0, cat.size() * sizeof(std::uint32_t), exec.stream));
     if (keep_final) {
       fin = buffer<float, device_space>(static_cast<std::size_t>(rows * n_), exec);
       SDNN_CUDA_CHECK(cudaMemsetAsync(fin.data(), 0, fin.size() * sizeof(float), exec.stream));
@@ -254,10 +260,10 @@ class challenge_engine_plan {
                                                       blocks, counters, exec);
       return 0;
     });
-    std::vector<std::int32_t> flags(static_cast<std::size_t>(rows));
+    std::vector<std::uint32_t> flags(words);
     kernels::challenge_engine_counters c{};
     if (rows)
-      SDNN_CUDA_CHECK(cudaMemcpyAsync(flags.data(), cat.data(), flags.size() * sizeof(std::int32_t),
+      SDNN_CUDA_CHECK(cudaMemcpyAsync(flags.data(), cat.data(), flags.size() * sizeof(std::uint32_t),
                                       cudaMemcpyDeviceToHost, exec.stream));
     SDNN_CUDA_CHECK(cudaMemcpyAsync(&c, counters, sizeof c, cudaMemcpyDeviceToHost, exec.stream));
     if (keep_final) {
@@ -268,7 +274,7 @@ class challenge_engine_plan {
     }
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
     for (std::int64_t i = 0; i < rows; ++i)
-      if (flags[static_cast<std::size_t>(i)]) res.categories.push_back(static_cast<std::int32_t>(i + 1));
+      if (flags[static_cast<std::size_t>(i >> 5)] >> (i & 31) & 1u) res.categories.push_back(static_cast<std::int32_t>(i + 1));
     res.row_layers = static_cast<std::int64_t>(c.row_layers);
     res.layers_skipped = static_cast<std::int64_t>(c.layers_skipped);
     res.retired = static_cast<std::int64_t>(c.retired);
@@ -281,6 +287,7 @@ class challenge_engine_plan {
   template <class F>
   std::int64_t dispatch(F&& f) const {
     auto with = [&](auto tag) -> std::int64_t {
+      if (uniform_) return f(tag, kernels::challenge_engine_uniform_term{});
       if (compact_) return f(tag, kernels::challenge_engine_compact_term{});
       return f(tag, kernels::challenge_engine_term{});
     };
@@ -309,8 +316,7 @@ class challenge_engine_plan {
   std::int64_t n_ = 0, connections_ = 0;
   std::int32_t max_distinct_ = 0;
   int threads_ = 32;
-  bool compact_ = false;
-  std::int32_t fast_layers_ = 0;
+  bool compact_ = false, uniform_ = false;
   std::int64_t grid_ = 0;
   kernels::challenge_engine_scratch scratch_;
   challenge::structure_report report_;
