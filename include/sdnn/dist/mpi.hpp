@@ -203,7 +203,7 @@ void collective_step(MPI_Comm comm, char const* what, Step&& step) {
   SDNN_MPI_CHECK(MPI_Allreduce(&mine[1], &failed, 1, MPI_INT, MPI_SUM, comm));
   std::string const text = detail::broadcast_text(comm, message, first);
   throw rank_failure(::sdnn::detail::concat(what, " failed on rank ", first,
-                                            failed > 1 ? " (and on " + std::to_string(failed - 1) + " other ranks)" : "",
+                                            failed > 1 ? " (and on " + std::to_string(failed - 1) + (failed == 2 ? " other rank)" : " other ranks)") : "",
                                             ": ", text),
                      first, failed);
 }
