@@ -433,7 +433,7 @@ cli::parser make_parser() {
   policies.insert(policies.end(), engine_policy_names.begin(), engine_policy_names.end());
   std::string const policy_help =
       "the kernel policy on the GPU: a layer-by-layer pipeline policy, or the depth-first engine (depth_first: "
-      "every structure proof; _no_retirement, _no_folding, _plain: proofs switched off; N <= 16384). The host "
+      "every structure proof; _no_retirement, _no_folding, _plain: proofs switched off). The host "
       "backend runs the sequential reference (host_reference) whatever the policy.";
 
   auto& d = p.add("", "official 1024-neuron network (120 layers), 60000 inputs made from the shipped MNIST "
