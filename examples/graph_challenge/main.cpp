@@ -46,7 +46,9 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <sys/stat.h>
 #include <vector>
 
@@ -123,10 +125,19 @@ using host_layer_fn = std::function<host_csr(std::int32_t)>;
 
 // make(l), with "  <label> l+1/L" redrawn on a terminal (stderr) as the layers come.
 host_layer_fn with_progress(std::string const& label, std::int32_t layers_n, host_layer_fn make) {
-  auto p = std::make_shared<cli::progress>(label, layers_n);
+  // make may run on several threads at once (the engine's plan builds layers in parallel): the
+  // progress line counts finished layers under a lock.
+  struct shared_progress {
+    shared_progress(std::string const& what, std::int32_t total) : line(what, total) {}
+    cli::progress line;
+    std::mutex mu;
+    std::int32_t done = 0;
+  };
+  auto p = std::make_shared<shared_progress>(label, layers_n);
   return [p, make = std::move(make)](std::int32_t l) {
     auto w = make(l);
-    p->step(l + 1);
+    std::lock_guard<std::mutex> lock(p->mu);
+    p->line.step(++p->done);
     return w;
   };
 }
@@ -255,10 +266,10 @@ outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make,
   cuda_exec exec{s};
   outcome out;
   {
-    std::vector<host_csr> ws;
-    for (std::int32_t l = 0; l < layers_n; ++l) ws.push_back(make(l));
-    ops::challenge_engine_plan plan(ws, bias, exec, opt);
-    ws.clear();
+    // Layers made (read or generated) on every core at once and dropped once the plan has built
+    // their classes: 65536 x 1920 never sits on the host whole (about 32 GB of CSR).
+    int const threads = static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
+    ops::challenge_engine_plan plan(layers_n, make, bias, exec, opt, threads);
     auto in_d = to_device(inputs, exec);
     double warm_s = 0;
     auto warm = timed_runs(s, [&] { return plan.run(exec, in_d.view()); }, reps, out.seconds, warm_s);

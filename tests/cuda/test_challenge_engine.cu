@@ -257,3 +257,81 @@ TEST_CASE("challenge engine: zero images, empty rows, one layer", "[cuda][engine
   bad.push_back(make_csr<float, std::int32_t>(1024, 4, std::vector<std::int32_t>(1025, 0), {}, {}));
   REQUIRE(sdnn_test::has(sdnn_test::error_text([&] { ops::challenge_engine_plan p(bad, -0.3f, exec); }), "layer 1"));
 }
+
+TEST_CASE("challenge engine: the streaming plan (layers made on demand, several at a time) equals the vector plan",
+          "[cuda][engine]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  cuda_exec exec{sg.s};
+  std::string const dir = sdnn_test::data_dir();
+  auto images = first_rows(io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200), 300);
+  auto d_in = to_device(images, exec);
+  std::vector<layer_t> ws;
+  for (int l = 0; l < 30; ++l) ws.push_back(data::official_1024_layer(l));
+  ops::challenge_engine_plan whole(ws, -0.3f, exec);
+  auto const want = whole.run(exec, d_in.view(), true);
+  for (int threads : {1, 3, 8}) {
+    INFO("threads " << threads);
+    ops::challenge_engine_plan streamed(
+        30, [](std::int32_t l) { return data::official_1024_layer(l); }, -0.3f, exec, {}, threads);
+    REQUIRE(streamed.fold_factors() == whole.fold_factors());
+    REQUIRE(streamed.fast_path() == whole.fast_path());
+    REQUIRE(streamed.connections() == whole.connections());
+    REQUIRE(streamed.structure().saturation.suffix_fixed == whole.structure().saturation.suffix_fixed);
+    auto const got = streamed.run(exec, d_in.view(), true);
+    REQUIRE(got.categories == want.categories);
+    REQUIRE(std::memcmp(got.final.data(), want.final.data(), want.final.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("challenge engine: a layer with 65535 or more distinct weights turns the earlier layers' terms wide",
+          "[cuda][engine]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  cuda_exec exec{sg.s};
+  // N = 2048, 40 inputs per output: layers 0 and 1 with two weights, layer 2 with ~82 k distinct
+  // ones (no compact index fits), layer 3 with two again.
+  std::int32_t const n = 2048;
+  auto make = [n](std::int32_t l) {
+    std::mt19937 g(static_cast<unsigned>(100 + l));
+    std::uniform_int_distribution<int> col(0, n - 1);
+    std::uniform_real_distribution<float> u(-0.05f, 0.12f);
+    std::vector<std::int32_t> rp{0}, ci;
+    std::vector<float> v;
+    for (std::int32_t i = 0; i < n; ++i) {
+      std::vector<int> cs;
+      for (int e = 0; e < 40; ++e) cs.push_back(col(g));
+      std::sort(cs.begin(), cs.end());
+      cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
+      for (int c : cs) {
+        ci.push_back(c);
+        v.push_back(l == 2 ? u(g) : (c % 2 ? 0.0625f : 0.125f));
+      }
+      rp.push_back(static_cast<std::int32_t>(ci.size()));
+    }
+    return make_csr<float, std::int32_t>(n, n, rp, ci, v);
+  };
+  std::vector<layer_t> ws;
+  for (std::int32_t l = 0; l < 4; ++l) ws.push_back(make(l));
+  std::vector<std::int32_t> rp{0}, ci;
+  std::vector<float> v;
+  for (int i = 0; i < 60; ++i) {
+    for (int c = i % 7; c < n; c += 5 + i % 11) {
+      ci.push_back(c);
+      v.push_back(1.f);
+    }
+    rp.push_back(static_cast<std::int32_t>(ci.size()));
+  }
+  auto in = make_csr<float, std::int32_t>(60, n, rp, ci, v);
+  auto const ref = reference::challenge_infer(in, ws, -0.05f, 32.f);
+  auto const cats = reference::challenge_categories(ref);
+  auto const want = dense_of(ref);
+  ops::challenge_engine_plan plan(4, make, -0.05f, exec, {}, 2);
+  REQUIRE_FALSE(plan.compact_terms());
+  REQUIRE_FALSE(plan.fast_path());
+  auto d_in = to_device(in, exec);
+  auto const r = plan.run(exec, d_in.view(), true);
+  REQUIRE(r.categories == cats);
+  REQUIRE(std::memcmp(r.final.data(), want.data(), want.size() * sizeof(float)) == 0);
+  check_all_options(ws, -0.05f, in, exec, "many distinct weights in layer 2");
+}

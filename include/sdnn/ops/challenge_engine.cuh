@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <future>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -38,57 +40,122 @@ class challenge_engine_plan {
                         challenge_engine_options opt = {})
       : opt_(opt), bias_(bias), runs_(exec) {
     SDNN_EXPECTS(!layers.empty(), "challenge engine: needs at least one layer");
-    n_ = layers.front().rows();
-    for (std::size_t l = 0; l < layers.size(); ++l)
-      SDNN_EXPECTS_DIMS(layers[l].rows() == n_ && layers[l].cols() == n_, "challenge engine: layer ", l, " is ",
-                        layers[l].rows(), " x ", layers[l].cols(), ", expected ", n_, " x ", n_);
-    report_ = challenge::analyze_structure(layers, bias, opt.cap, opt.structure);
-    std::int32_t const L = static_cast<std::int32_t>(layers.size());
+    build(static_cast<std::int32_t>(layers.size()), [&](std::int32_t l) { return prepare(layers[l], l); }, exec);
+  }
+
+  // The streaming form, for networks too large to hold on the host at once (65536 x 1920 is
+  // about 32 GB of CSR): make(l) returns layer l (N x N host CSR) and is called once per layer,
+  // from `threads` threads at a time (layers l .. l + threads - 1 together, so make must be
+  // safe to call concurrently when threads > 1); each layer is dropped once its classes are
+  // built. Same proofs, layout and results as the vector form.
+  using layer_source = std::function<csr_matrix<float, std::int32_t>(std::int32_t)>;
+  challenge_engine_plan(std::int32_t layers, layer_source const& make, float bias, cuda_exec exec,
+                        challenge_engine_options opt = {}, int threads = 1)
+      : opt_(opt), bias_(bias), runs_(exec) {
+    SDNN_EXPECTS(layers > 0, "challenge engine: needs at least one layer, got ", layers);
+    SDNN_EXPECTS(threads >= 1, "challenge engine: threads must be at least 1, got ", threads);
+    build(layers, [&](std::int32_t l) { return prepare(make(l), l); }, exec, threads);
+  }
+
+ private:
+  // One layer as the build consumes it: W^T (row j = the inputs of output j, k ascending), the
+  // layer's proofs, and its weights' distinct bit patterns (up to the compact limit).
+  struct prepared {
+    csr_matrix<float, std::int32_t> wt;
+    challenge::layer_proofs proofs;
+    std::int64_t rows = 0, cols = 0, nnz = 0;
+    bool compact_ok = true;
+  };
+
+  prepared prepare(csr_matrix<float, std::int32_t> const& w, std::int32_t l) const {
+    prepared p;
+    p.rows = w.rows();
+    p.cols = w.cols();
+    p.nnz = w.nnz();
+    p.proofs = challenge::prove_layer(w, l, bias_, opt_.cap, opt_.structure);
+    std::unordered_set<std::uint32_t> seen;
+    for (float v : w.values()) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      if (seen.insert(bits).second && seen.size() >= kernels::challenge_engine_compact_empty) {
+        p.compact_ok = false;
+        break;
+      }
+    }
+    p.wt = transpose(w);
+    return p;
+  }
+
+  // Builds the device layout from prepared layers 0 .. L-1 (prepared `threads` at a time, then
+  // consumed in order) and uploads it.
+  template <class Prepare>
+  void build(std::int32_t L, Prepare&& prepare_layer, cuda_exec exec, int threads = 1) {
     // Host arrays of the device layout (kernels::challenge_engine_layers): per layer its classes
     // (representatives of identical output neurons, or every neuron when the layer does not
     // fold), each class's terms from W^T (inputs ascending: the reference's order), for layers
     // after the first the inputs rewritten as classes of the layer before, sliced by 32 classes.
     std::vector<kernels::challenge_engine_layer_desc> desc(static_cast<std::size_t>(L));
     std::vector<int2> slices;
-    std::vector<std::int32_t> prev_class, cur_class(static_cast<std::size_t>(n_));
+    std::vector<std::int32_t> prev_class, cur_class;
     std::vector<kernels::challenge_engine_term> wide;
     std::vector<kernels::challenge_engine_compact_term> compact;
     std::vector<float> values;
-    // Compact terms when every input index fits 16 bits and no layer has 65535 or more
-    // distinct weights (compared by bits: -0 and +0, NaN payloads kept apart).
-    compact_ = opt.compact_terms && n_ <= 65536;
-    for (std::size_t l = 0; compact_ && l < layers.size(); ++l) {
-      std::unordered_set<std::uint32_t> seen;
-      for (float w : layers[l].values()) {
-        std::uint32_t bits;
-        std::memcpy(&bits, &w, 4);
-        if (seen.insert(bits).second && seen.size() >= kernels::challenge_engine_compact_empty) {
-          compact_ = false;
-          break;
-        }
-      }
-    }
+    challenge::structure_builder proofs(opt_.structure);
+    compact_ = opt_.compact_terms;
     folds_.assign(L, 1.0);
     std::int32_t uniform_layers = 0;
+    std::vector<prepared> batch;
     for (std::int32_t l = 0; l < L; ++l) {
-      auto const wt = transpose(layers[l]);  // W^T: row j = the inputs of output j, k ascending
-      bool const fold = opt.structure.folding && report_.folding.size() == layers.size() &&
-                        report_.folding[l].distinct < n_;
+      std::size_t const at_batch = static_cast<std::size_t>(l % threads);
+      if (at_batch == 0) {
+        std::int32_t const count = std::min(threads, L - l);
+        batch.clear();
+        batch.resize(static_cast<std::size_t>(count));
+        if (count == 1) {
+          batch[0] = prepare_layer(l);
+        } else {
+          std::vector<std::future<prepared>> work;
+          for (std::int32_t i = 0; i < count; ++i)
+            work.push_back(std::async(std::launch::async, [&prepare_layer, i, l] { return prepare_layer(l + i); }));
+          for (std::int32_t i = 0; i < count; ++i) batch[static_cast<std::size_t>(i)] = work[static_cast<std::size_t>(i)].get();
+        }
+      }
+      prepared pl = std::move(batch[at_batch]);
+      if (l == 0) {
+        n_ = pl.rows;
+        SDNN_EXPECTS(n_ > 0, "challenge engine: layer 0 has no neurons");
+        cur_class.assign(static_cast<std::size_t>(n_), 0);
+        compact_ = compact_ && n_ <= 65536;
+      }
+      SDNN_EXPECTS_DIMS(pl.rows == n_ && pl.cols == n_, "challenge engine: layer ", l, " is ", pl.rows, " x ", pl.cols,
+                        ", expected ", n_, " x ", n_);
+      connections_ += pl.nnz;
+      if (compact_ && !pl.compact_ok) {
+        // 65535 or more distinct weights in this layer: every layer so far back to wide terms.
+        wide = widen(compact, slices, desc, values, l);
+        for (std::int32_t i = 0; i < l; ++i) desc[static_cast<std::size_t>(i)].length = 0;  // no fast path
+        compact.clear();
+        values.clear();
+        compact_ = false;
+      }
+      auto const& wt = pl.wt;
+      auto const& fl = pl.proofs.folding;
+      bool const fold = opt_.structure.folding && fl.distinct > 0 && fl.distinct < n_;
       std::vector<std::int32_t> reps;
       if (fold) {
-        auto const& rep = report_.folding[l].representative;
         std::vector<std::int32_t> index_of(static_cast<std::size_t>(n_), -1);
         for (std::int32_t j = 0; j < n_; ++j)
-          if (rep[j] == j) {
+          if (fl.representative[j] == j) {
             index_of[j] = static_cast<std::int32_t>(reps.size());
             reps.push_back(j);
           }
-        for (std::int32_t j = 0; j < n_; ++j) cur_class[j] = index_of[rep[j]];
+        for (std::int32_t j = 0; j < n_; ++j) cur_class[j] = index_of[fl.representative[j]];
         folds_[l] = static_cast<double>(n_) / static_cast<double>(reps.size());
       } else {
         reps.resize(static_cast<std::size_t>(n_));
         for (std::int32_t j = 0; j < n_; ++j) reps[j] = cur_class[j] = j;
       }
+      proofs.add(std::move(pl.proofs), /*keep_representatives=*/false);
       std::int32_t const d = static_cast<std::int32_t>(reps.size());
       max_distinct_ = std::max(max_distinct_, d);
       // This layer's distinct weights (by bits: -0 and +0, NaN payloads kept apart), for compact terms.
@@ -112,19 +179,18 @@ class challenge_engine_plan {
                    "challenge engine: the layers exceed the int32 layout");
       ds.slice_base = static_cast<std::int32_t>(slices.size());
       ds.value_base = static_cast<std::int32_t>(values.size());
-      ds.distinct = d | (report_.may_retire_on_entry(l) ? kernels::challenge_engine_suffix_bit : 0);
+      ds.distinct = d;  // the suffix bit once every layer's proof is in (below)
       std::int64_t off = 0;
       std::int32_t common_len = -1;  // every class's term count when they are all equal, else -2
       for (std::int32_t s0 = 0; s0 < d; s0 += 32) {
         std::int32_t len = 0;
-        for (std::int32_t u = s0; u < std::min(d, s0 + 32); ++u)
-          len = std::max(len, wt.row_ptr()[reps[u] + 1] - wt.row_ptr()[reps[u]]);
-        SDNN_EXPECTS(off + std::int64_t{32} * len < std::numeric_limits<std::int32_t>::max(),
-                     "challenge engine: layer ", l, " has more terms than the int32 layout holds");
         for (std::int32_t u = s0; u < std::min(d, s0 + 32); ++u) {
           std::int32_t const c = wt.row_ptr()[reps[u] + 1] - wt.row_ptr()[reps[u]];
+          len = std::max(len, c);
           common_len = common_len == -1 ? c : common_len == c ? c : -2;
         }
+        SDNN_EXPECTS(off + std::int64_t{32} * len < std::numeric_limits<std::int32_t>::max(),
+                     "challenge engine: layer ", l, " has more terms than the int32 layout holds");
         slices.push_back(int2{static_cast<int>(off), len});
         std::size_t const at = compact_ ? compact.size() : wide.size();
         if (compact_)
@@ -144,21 +210,25 @@ class challenge_engine_plan {
         }
         off += std::int64_t{32} * len;
       }
-      for (std::uint32_t bits : table) {
-        float w;
-        std::memcpy(&w, &bits, 4);
-        values.push_back(w);
-      }
+      if (compact_)
+        for (std::uint32_t bits : table) {
+          float w;
+          std::memcpy(&w, &bits, 4);
+          values.push_back(w);
+        }
       // The fast path needs every layer to have one finite weight (a compact term is then its
       // input index: the weight index is 0) and classes of one length, a multiple of 4.
-      if (table.size() == 1 && std::isfinite(values.back()) && common_len > 0 && common_len % 4 == 0) {
+      if (compact_ && table.size() == 1 && std::isfinite(values.back()) && common_len > 0 && common_len % 4 == 0) {
         ds.length = common_len;
         ds.weight = values.back();
         ++uniform_layers;
       }
       prev_class = cur_class;
     }
-    uniform_ = compact_ && opt.fast_path && uniform_layers == L;
+    report_ = proofs.finish();
+    for (std::int32_t l = 0; l < L; ++l)
+      if (report_.may_retire_on_entry(l)) desc[static_cast<std::size_t>(l)].distinct |= kernels::challenge_engine_suffix_bit;
+    uniform_ = compact_ && opt_.fast_path && uniform_layers == L;
     int dev = 0, optin = 0, per_sm_smem = 0;
     SDNN_CUDA_CHECK(cudaGetDevice(&dev));
     SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -166,7 +236,7 @@ class challenge_engine_plan {
     std::size_t const limit = optin > 0 ? static_cast<std::size_t>(optin) - 1024 : challenge_engine_default_smem;
     auto const st = challenge_engine_can_implement(n_, L, max_distinct_);
     if (!st) SDNN_FAIL(st.why());
-    threads_ = opt.threads_per_row ? opt.threads_per_row : kernels::challenge_engine_threads_for(max_distinct_);
+    threads_ = opt_.threads_per_row ? opt_.threads_per_row : kernels::challenge_engine_threads_for(max_distinct_);
     SDNN_EXPECTS(threads_ == 32 || threads_ == 128 || threads_ == 512,
                  "challenge engine: threads_per_row must be 32, 128 or 512, got ", threads_);
     // Where the team buffers go: shared memory when a block's share still lets half of the
@@ -178,15 +248,14 @@ class challenge_engine_plan {
                                                                 input_sh) * static_cast<std::size_t>(teams);
       return b <= limit && b * blocks_wanted <= static_cast<std::size_t>(per_sm_smem > 0 ? per_sm_smem : limit);
     };
-    bool const force_global = opt.scratch == challenge_engine_scratch_place::global;
-    scratch_.state_shared = !force_global && (fits(true, false) || opt.scratch == challenge_engine_scratch_place::shared);
+    bool const force_global = opt_.scratch == challenge_engine_scratch_place::global;
+    scratch_.state_shared = !force_global && (fits(true, false) || opt_.scratch == challenge_engine_scratch_place::shared);
     scratch_.input_shared = scratch_.state_shared && !force_global && fits(true, true);
     SDNN_EXPECTS(kernels::challenge_engine_team_smem(static_cast<std::int32_t>(n_), max_distinct_, scratch_.state_shared,
                                                      scratch_.input_shared) * static_cast<std::size_t>(teams) <= limit,
                  "challenge engine: ", threads_, " threads per row need more shared memory than the GPU gives");
     scratch_.global_per_team = (scratch_.state_shared ? 0 : 2 * static_cast<std::int64_t>(max_distinct_)) +
                                (scratch_.input_shared ? 0 : n_);
-    for (auto const& w : layers) connections_ += w.nnz();
     d_desc_ = to_device(desc.data(), desc.size(), exec);
     d_slices_ = to_device(slices.data(), slices.size(), exec);
     if (compact_)
@@ -210,6 +279,27 @@ class challenge_engine_plan {
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // uploads from pageable memory done
   }
 
+  // Compact terms of layers 0 .. layers-1 as wide ones (same slices and offsets; padding k = -1).
+  static std::vector<kernels::challenge_engine_term> widen(
+      std::vector<kernels::challenge_engine_compact_term> const& compact, std::vector<int2> const& slices,
+      std::vector<kernels::challenge_engine_layer_desc> const& desc, std::vector<float> const& values,
+      std::int32_t layers) {
+    std::vector<kernels::challenge_engine_term> wide(compact.size(), kernels::challenge_engine_term{-1, 0.f});
+    (void)slices;
+    for (std::int32_t l = 0; l < layers; ++l) {
+      auto const& ds = desc[static_cast<std::size_t>(l)];
+      std::size_t const end =
+          l + 1 < layers ? static_cast<std::size_t>(desc[static_cast<std::size_t>(l) + 1].term_base) : compact.size();
+      for (std::size_t e = static_cast<std::size_t>(ds.term_base); e < end; ++e) {
+        std::uint32_t const v = compact[e];
+        if ((v >> 16) == kernels::challenge_engine_compact_empty) continue;
+        wide[e] = {static_cast<std::int32_t>(v & 0xffffu), values[static_cast<std::size_t>(ds.value_base) + (v >> 16)]};
+      }
+    }
+    return wide;
+  }
+
+ public:
   std::int64_t neurons() const noexcept { return n_; }
   std::int64_t depth() const noexcept { return static_cast<std::int64_t>(folds_.size()); }
   std::int64_t connections() const noexcept { return connections_; }
