@@ -41,46 +41,16 @@
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/core/exec.hpp"
+#include "sdnn/formats/challenge_engine_layout.hpp"
 #include "sdnn/formats/csr.hpp"
 
 namespace sdnn::kernels {
-
-// One layer's place in the engine's arrays (two 16-byte loads per layer).
-struct alignas(16) challenge_engine_layer_desc {
-  std::int64_t term_base;    // into terms
-  std::int32_t slice_base;   // into slices (ceil(D_l / 32) entries)
-  std::int32_t distinct;     // D_l; bit 30 (challenge_engine_suffix_bit): layers l..L-1 map all-cap to all-cap
-  std::int32_t value_base;   // into values (compact terms only)
-  std::int32_t length;       // uniform terms: every class has this many terms (a multiple of 4)
-  float weight;              // uniform terms: the layer's one weight
-  std::int32_t pad;
-};
-inline constexpr std::int32_t challenge_engine_suffix_bit = std::int32_t(1) << 30;
-
-// Terms are stored sliced by 32 classes (a warp's classes), term p of class u of slice s at
-// term_base + slices[s].x + 32 p + u % 32, each slice padded to its longest class with empty
-// terms: a warp reads 32 consecutive terms per step (coalesced). Two encodings:
-//  - wide: {k, weight bits}, empty: k = -1;
-//  - compact (N <= 65536 and fewer than 65535 distinct weights per layer): 16-bit k and a 16-bit
-//    index into the layer's table of distinct weights, empty: index 0xffff.
-struct alignas(8) challenge_engine_term {
-  std::int32_t k;
-  float w;
-};
-using challenge_engine_compact_term = std::uint32_t;
-inline constexpr std::uint32_t challenge_engine_compact_empty = 0xffffu;
-//  - uniform (the fast path, when every layer qualifies): each layer has one finite weight and
-//    all its classes the same number of terms, a multiple of 4 (no padding); a term is its
-//    input k (the compact encoding with weight index 0), and zero inputs need no test (below).
-struct challenge_engine_uniform_term {
-  std::uint32_t k;
-};
 
 // The engine's layers on the device.
 struct challenge_engine_layers {
   std::int32_t layers = 0, n = 0, max_distinct = 0;
   challenge_engine_layer_desc const* desc = nullptr;  // [L]
-  int2 const* slices = nullptr;                       // {offset from term_base, length} per slice
+  challenge_engine_slice const* slices = nullptr;     // per slice of 32 classes
   void const* terms = nullptr;                        // challenge_engine_term or compact terms
   float const* values = nullptr;                      // compact terms: each layer's distinct weights
   std::int32_t const* last_class = nullptr;           // [N]: class of output neuron j in layer L - 1
@@ -302,12 +272,12 @@ __global__ void __launch_bounds__(T * Teams)
           }
         }
       } else {
-        int2 const* sl = net.slices + dsc.slice_base;
+        challenge_engine_slice const* sl = net.slices + dsc.slice_base;
         Term const* tm = static_cast<Term const*>(net.terms) + dsc.term_base;
         float const* vals = net.values + dsc.value_base;
         for (std::int32_t u = t; u < d; u += T) {
-          int2 const slice = sl[u >> 5];
-          float const o = epi(engine_class_sum(tm + slice.x + (u & 31), slice.y, src, vals), u);
+          challenge_engine_slice const slice = sl[u >> 5];
+          float const o = epi(engine_class_sum(tm + slice.offset + (u & 31), slice.length, src, vals), u);
           dst[u] = o;
           nz |= o != 0.f;
           ac &= o == cap;

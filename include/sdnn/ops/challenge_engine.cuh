@@ -29,6 +29,7 @@
 #include "sdnn/formats/convert.hpp"
 #include "sdnn/kernels/challenge_engine.cuh"
 #include "sdnn/ops/challenge_engine.hpp"
+#include "sdnn/ops/challenge_engine_layout.hpp"
 
 namespace sdnn::ops {
 
@@ -40,7 +41,10 @@ class challenge_engine_plan {
                         challenge_engine_options opt = {})
       : opt_(opt), bias_(bias), runs_(exec) {
     SDNN_EXPECTS(!layers.empty(), "challenge engine: needs at least one layer");
-    build(static_cast<std::int32_t>(layers.size()), [&](std::int32_t l) { return prepare(layers[l], l); }, exec);
+    upload(build_challenge_engine_layout(
+               static_cast<std::int32_t>(layers.size()),
+               [&](std::int32_t l) { return prepare_engine_layer(layers[l], l, bias_, opt_); }, opt_),
+           exec);
   }
 
   // The streaming form, for networks too large to hold on the host at once (65536 x 1920 is
@@ -52,183 +56,23 @@ class challenge_engine_plan {
   challenge_engine_plan(std::int32_t layers, layer_source const& make, float bias, cuda_exec exec,
                         challenge_engine_options opt = {}, int threads = 1)
       : opt_(opt), bias_(bias), runs_(exec) {
-    SDNN_EXPECTS(layers > 0, "challenge engine: needs at least one layer, got ", layers);
-    SDNN_EXPECTS(threads >= 1, "challenge engine: threads must be at least 1, got ", threads);
-    build(layers, [&](std::int32_t l) { return prepare(make(l), l); }, exec, threads);
+    upload(build_challenge_engine_layout(
+               layers, [&](std::int32_t l) { return prepare_engine_layer(make(l), l, bias_, opt_); }, opt_, threads),
+           exec);
   }
 
  private:
-  // One layer as the build consumes it: W^T (row j = the inputs of output j, k ascending), the
-  // layer's proofs, and its weights' distinct bit patterns (up to the compact limit).
-  struct prepared {
-    csr_matrix<float, std::int32_t> wt;
-    challenge::layer_proofs proofs;
-    std::int64_t rows = 0, cols = 0, nnz = 0;
-    bool compact_ok = true;
-  };
-
-  prepared prepare(csr_matrix<float, std::int32_t> const& w, std::int32_t l) const {
-    prepared p;
-    p.rows = w.rows();
-    p.cols = w.cols();
-    p.nnz = w.nnz();
-    p.proofs = challenge::prove_layer(w, l, bias_, opt_.cap, opt_.structure);
-    std::unordered_set<std::uint32_t> seen;
-    for (float v : w.values()) {
-      std::uint32_t bits;
-      std::memcpy(&bits, &v, 4);
-      if (seen.insert(bits).second && seen.size() >= kernels::challenge_engine_compact_empty) {
-        p.compact_ok = false;
-        break;
-      }
-    }
-    p.wt = transpose(w);
-    return p;
-  }
-
-  // Builds the device layout from prepared layers 0 .. L-1 (prepared `threads` at a time, then
-  // consumed in order) and uploads it.
-  template <class Prepare>
-  void build(std::int32_t L, Prepare&& prepare_layer, cuda_exec exec, int threads = 1) {
-    // Host arrays of the device layout (kernels::challenge_engine_layers): per layer its classes
-    // (representatives of identical output neurons, or every neuron when the layer does not
-    // fold), each class's terms from W^T (inputs ascending: the reference's order), for layers
-    // after the first the inputs rewritten as classes of the layer before, sliced by 32 classes.
-    std::vector<kernels::challenge_engine_layer_desc> desc(static_cast<std::size_t>(L));
-    std::vector<int2> slices;
-    std::vector<std::int32_t> prev_class, cur_class;
-    std::vector<kernels::challenge_engine_term> wide;
-    std::vector<kernels::challenge_engine_compact_term> compact;
-    std::vector<float> values;
-    challenge::structure_builder proofs(opt_.structure);
-    compact_ = opt_.compact_terms;
-    folds_.assign(L, 1.0);
-    std::int32_t uniform_layers = 0;
-    std::vector<prepared> batch;
-    for (std::int32_t l = 0; l < L; ++l) {
-      std::size_t const at_batch = static_cast<std::size_t>(l % threads);
-      if (at_batch == 0) {
-        std::int32_t const count = std::min(threads, L - l);
-        batch.clear();
-        batch.resize(static_cast<std::size_t>(count));
-        if (count == 1) {
-          batch[0] = prepare_layer(l);
-        } else {
-          std::vector<std::future<prepared>> work;
-          for (std::int32_t i = 0; i < count; ++i)
-            work.push_back(std::async(std::launch::async, [&prepare_layer, i, l] { return prepare_layer(l + i); }));
-          for (std::int32_t i = 0; i < count; ++i) batch[static_cast<std::size_t>(i)] = work[static_cast<std::size_t>(i)].get();
-        }
-      }
-      prepared pl = std::move(batch[at_batch]);
-      if (l == 0) {
-        n_ = pl.rows;
-        SDNN_EXPECTS(n_ > 0, "challenge engine: layer 0 has no neurons");
-        cur_class.assign(static_cast<std::size_t>(n_), 0);
-        compact_ = compact_ && n_ <= 65536;
-      }
-      SDNN_EXPECTS_DIMS(pl.rows == n_ && pl.cols == n_, "challenge engine: layer ", l, " is ", pl.rows, " x ", pl.cols,
-                        ", expected ", n_, " x ", n_);
-      connections_ += pl.nnz;
-      if (compact_ && !pl.compact_ok) {
-        // 65535 or more distinct weights in this layer: every layer so far back to wide terms.
-        wide = widen(compact, slices, desc, values, l);
-        for (std::int32_t i = 0; i < l; ++i) desc[static_cast<std::size_t>(i)].length = 0;  // no fast path
-        compact.clear();
-        values.clear();
-        compact_ = false;
-      }
-      auto const& wt = pl.wt;
-      auto const& fl = pl.proofs.folding;
-      bool const fold = opt_.structure.folding && fl.distinct > 0 && fl.distinct < n_;
-      std::vector<std::int32_t> reps;
-      if (fold) {
-        std::vector<std::int32_t> index_of(static_cast<std::size_t>(n_), -1);
-        for (std::int32_t j = 0; j < n_; ++j)
-          if (fl.representative[j] == j) {
-            index_of[j] = static_cast<std::int32_t>(reps.size());
-            reps.push_back(j);
-          }
-        for (std::int32_t j = 0; j < n_; ++j) cur_class[j] = index_of[fl.representative[j]];
-        folds_[l] = static_cast<double>(n_) / static_cast<double>(reps.size());
-      } else {
-        reps.resize(static_cast<std::size_t>(n_));
-        for (std::int32_t j = 0; j < n_; ++j) reps[j] = cur_class[j] = j;
-      }
-      proofs.add(std::move(pl.proofs), /*keep_representatives=*/false);
-      std::int32_t const d = static_cast<std::int32_t>(reps.size());
-      max_distinct_ = std::max(max_distinct_, d);
-      // This layer's distinct weights (by bits: -0 and +0, NaN payloads kept apart), for compact terms.
-      std::vector<std::uint32_t> table;
-      std::unordered_map<std::uint32_t, std::uint32_t> index_of_bits;
-      auto weight_index = [&](float w) -> std::uint32_t {
-        std::uint32_t bits;
-        std::memcpy(&bits, &w, 4);
-        auto it = index_of_bits.find(bits);
-        if (it != index_of_bits.end()) return it->second;
-        auto const i = static_cast<std::uint32_t>(table.size());
-        index_of_bits.emplace(bits, i);
-        table.push_back(bits);
-        return i;
-      };
-      auto& ds = desc[static_cast<std::size_t>(l)];
-      ds.term_base = static_cast<std::int64_t>(compact_ ? compact.size() : wide.size());
-      SDNN_EXPECTS(slices.size() + static_cast<std::size_t>(d) / 32 + 1 <
-                           static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()) &&
-                       values.size() < static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()) - 65536,
-                   "challenge engine: the layers exceed the int32 layout");
-      ds.slice_base = static_cast<std::int32_t>(slices.size());
-      ds.value_base = static_cast<std::int32_t>(values.size());
-      ds.distinct = d;  // the suffix bit once every layer's proof is in (below)
-      std::int64_t off = 0;
-      std::int32_t common_len = -1;  // every class's term count when they are all equal, else -2
-      for (std::int32_t s0 = 0; s0 < d; s0 += 32) {
-        std::int32_t len = 0;
-        for (std::int32_t u = s0; u < std::min(d, s0 + 32); ++u) {
-          std::int32_t const c = wt.row_ptr()[reps[u] + 1] - wt.row_ptr()[reps[u]];
-          len = std::max(len, c);
-          common_len = common_len == -1 ? c : common_len == c ? c : -2;
-        }
-        SDNN_EXPECTS(off + std::int64_t{32} * len < std::numeric_limits<std::int32_t>::max(),
-                     "challenge engine: layer ", l, " has more terms than the int32 layout holds");
-        slices.push_back(int2{static_cast<int>(off), len});
-        std::size_t const at = compact_ ? compact.size() : wide.size();
-        if (compact_)
-          compact.resize(at + 32 * static_cast<std::size_t>(len), kernels::challenge_engine_compact_empty << 16);
-        else
-          wide.resize(at + 32 * static_cast<std::size_t>(len), kernels::challenge_engine_term{-1, 0.f});
-        for (std::int32_t u = s0; u < std::min(d, s0 + 32); ++u) {
-          std::int32_t const j = reps[u];
-          for (std::int32_t p = wt.row_ptr()[j]; p < wt.row_ptr()[j + 1]; ++p) {
-            std::int32_t const k = l == 0 ? wt.col_idx()[p] : prev_class[wt.col_idx()[p]];
-            std::size_t const e = at + 32 * static_cast<std::size_t>(p - wt.row_ptr()[j]) + static_cast<std::size_t>(u - s0);
-            if (compact_)
-              compact[e] = static_cast<std::uint32_t>(k) | weight_index(wt.values()[p]) << 16;
-            else
-              wide[e] = {k, wt.values()[p]};
-          }
-        }
-        off += std::int64_t{32} * len;
-      }
-      if (compact_)
-        for (std::uint32_t bits : table) {
-          float w;
-          std::memcpy(&w, &bits, 4);
-          values.push_back(w);
-        }
-      // The fast path needs every layer to have one finite weight (a compact term is then its
-      // input index: the weight index is 0) and classes of one length, a multiple of 4.
-      if (compact_ && table.size() == 1 && std::isfinite(values.back()) && common_len > 0 && common_len % 4 == 0) {
-        ds.length = common_len;
-        ds.weight = values.back();
-        ++uniform_layers;
-      }
-      prev_class = cur_class;
-    }
-    report_ = proofs.finish();
-    for (std::int32_t l = 0; l < L; ++l)
-      if (report_.may_retire_on_entry(l)) desc[static_cast<std::size_t>(l)].distinct |= kernels::challenge_engine_suffix_bit;
-    uniform_ = compact_ && opt_.fast_path && uniform_layers == L;
+  // Takes the layout's host arrays and metadata, chooses threads per row and where the team
+  // buffers live, and uploads (synchronising exec.stream once, at the end).
+  void upload(challenge_engine_layout lay, cuda_exec exec) {
+    n_ = lay.n;
+    connections_ = lay.connections;
+    max_distinct_ = lay.max_distinct;
+    compact_ = lay.compact;
+    uniform_ = lay.uniform;
+    folds_ = std::move(lay.folds);
+    report_ = std::move(lay.report);
+    std::int32_t const L = lay.layers();
     int dev = 0, optin = 0, per_sm_smem = 0;
     SDNN_CUDA_CHECK(cudaGetDevice(&dev));
     SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -256,14 +100,14 @@ class challenge_engine_plan {
                  "challenge engine: ", threads_, " threads per row need more shared memory than the GPU gives");
     scratch_.global_per_team = (scratch_.state_shared ? 0 : 2 * static_cast<std::int64_t>(max_distinct_)) +
                                (scratch_.input_shared ? 0 : n_);
-    d_desc_ = to_device(desc.data(), desc.size(), exec);
-    d_slices_ = to_device(slices.data(), slices.size(), exec);
+    d_desc_ = to_device(lay.desc.data(), lay.desc.size(), exec);
+    d_slices_ = to_device(lay.slices.data(), lay.slices.size(), exec);
     if (compact_)
-      d_compact_ = to_device(compact.data(), compact.size(), exec);
+      d_compact_ = to_device(lay.compact_terms.data(), lay.compact_terms.size(), exec);
     else
-      d_wide_ = to_device(wide.data(), wide.size(), exec);
-    if (!values.empty()) d_values_ = to_device(values.data(), values.size(), exec);
-    d_last_class_ = to_device(prev_class.data(), prev_class.size(), exec);
+      d_wide_ = to_device(lay.wide.data(), lay.wide.size(), exec);
+    if (!lay.values.empty()) d_values_ = to_device(lay.values.data(), lay.values.size(), exec);
+    d_last_class_ = to_device(lay.last_class.data(), lay.last_class.size(), exec);
     d_queue_ = buffer<int, device_space>(1, exec);
     d_counters_ = buffer<kernels::challenge_engine_counters, device_space>(1, exec);
     grid_ = dispatch([&](auto tag, auto term) {
@@ -277,26 +121,6 @@ class challenge_engine_plan {
       SDNN_CUDA_CHECK(cudaMemsetAsync(d_scratch_.data(), 0, d_scratch_.size() * sizeof(float), exec.stream));
     scratch_.global = d_scratch_.data();
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // uploads from pageable memory done
-  }
-
-  // Compact terms of layers 0 .. layers-1 as wide ones (same slices and offsets; padding k = -1).
-  static std::vector<kernels::challenge_engine_term> widen(
-      std::vector<kernels::challenge_engine_compact_term> const& compact, std::vector<int2> const& slices,
-      std::vector<kernels::challenge_engine_layer_desc> const& desc, std::vector<float> const& values,
-      std::int32_t layers) {
-    std::vector<kernels::challenge_engine_term> wide(compact.size(), kernels::challenge_engine_term{-1, 0.f});
-    (void)slices;
-    for (std::int32_t l = 0; l < layers; ++l) {
-      auto const& ds = desc[static_cast<std::size_t>(l)];
-      std::size_t const end =
-          l + 1 < layers ? static_cast<std::size_t>(desc[static_cast<std::size_t>(l) + 1].term_base) : compact.size();
-      for (std::size_t e = static_cast<std::size_t>(ds.term_base); e < end; ++e) {
-        std::uint32_t const v = compact[e];
-        if ((v >> 16) == kernels::challenge_engine_compact_empty) continue;
-        wide[e] = {static_cast<std::int32_t>(v & 0xffffu), values[static_cast<std::size_t>(ds.value_base) + (v >> 16)]};
-      }
-    }
-    return wide;
   }
 
  public:
@@ -377,9 +201,9 @@ class challenge_engine_plan {
   template <class F>
   std::int64_t dispatch(F&& f) const {
     auto with = [&](auto tag) -> std::int64_t {
-      if (uniform_) return f(tag, kernels::challenge_engine_uniform_term{});
-      if (compact_) return f(tag, kernels::challenge_engine_compact_term{});
-      return f(tag, kernels::challenge_engine_term{});
+      if (uniform_) return f(tag, challenge_engine_uniform_term{});
+      if (compact_) return f(tag, challenge_engine_compact_term{});
+      return f(tag, challenge_engine_term{});
     };
     switch (threads_) {
       case 32: return with(std::integral_constant<int, 32>{});
@@ -411,11 +235,11 @@ class challenge_engine_plan {
   kernels::challenge_engine_scratch scratch_;
   challenge::structure_report report_;
   std::vector<double> folds_;
-  buffer<kernels::challenge_engine_layer_desc, device_space> d_desc_;
+  buffer<challenge_engine_layer_desc, device_space> d_desc_;
   buffer<std::int32_t, device_space> d_last_class_;
-  buffer<int2, device_space> d_slices_;
-  buffer<kernels::challenge_engine_term, device_space> d_wide_;
-  buffer<kernels::challenge_engine_compact_term, device_space> d_compact_;
+  buffer<challenge_engine_slice, device_space> d_slices_;
+  buffer<challenge_engine_term, device_space> d_wide_;
+  buffer<challenge_engine_compact_term, device_space> d_compact_;
   buffer<float, device_space> d_values_;
   buffer<float, device_space> d_scratch_;
   buffer<int, device_space> d_queue_;
