@@ -37,6 +37,14 @@
 #include <sdnn/ops/challenge_engine.cuh>
 #endif
 
+#if SDNN_GRAPH_CHALLENGE_MPI
+#include <sdnn/dist/categories.hpp>
+#include <sdnn/dist/mpi.hpp>
+#include <sdnn/dist/partition.hpp>
+#include <sdnn/dist/signature.hpp>
+#include <sdnn/dist/timing.hpp>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -44,6 +52,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <new>
 #include <mutex>
@@ -62,6 +71,11 @@ using host_csr = csr_matrix<float, std::int32_t>;
 namespace {
 
 constexpr char const* program_name = "graph_challenge";
+
+// How to get several ranks (the same text in every build, so the README's --help stays one).
+constexpr char const* multi_rank_note =
+    "several ranks: mpirun -np P graph_challenge infer|bench ... splits the inputs over P processes, one GPU "
+    "each, in a build with MPI (configure with MPI found, or -DSDNN_ENABLE_MPI=ON)";
 
 // A failure to show the user as it is (cli::error: no source location, no prefix; main adds
 // "graph_challenge: error: ").
@@ -98,7 +112,9 @@ machine probe() {
   int n = 0;
   if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) {
     cudaDeviceProp p{};
-    SDNN_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+    int dev = 0;  // the current device: 0, or the one a rank chose (one GPU per rank)
+    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
+    SDNN_CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
     m.gpu = true;
     m.gpu_name = p.name;
     int rv = 0;
@@ -260,7 +276,7 @@ outcome run_device(std::int32_t layers_n, float bias, layer_source const& make, 
 // under a second, else 1). Inference seconds as for the pipelines: inputs on the device ->
 // categories on the host.
 outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make, host_csr const& inputs, int reps,
-                   ops::challenge_engine_options opt) {
+                   ops::challenge_engine_options opt, int build_threads = 0) {
   cudaStream_t s;
   SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cuda_exec exec{s};
@@ -268,7 +284,9 @@ outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make,
   {
     // Layers made (read or generated) on every core at once and dropped once the plan has built
     // their classes: 65536 x 1920 never sits on the host whole (about 32 GB of CSR).
-    int const threads = static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
+    // (build_threads > 0: several ranks share the machine's cores.)
+    int const threads = build_threads > 0 ? build_threads
+                                          : static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
     ops::challenge_engine_plan plan(layers_n, make, bias, exec, opt, threads);
     auto in_d = to_device(inputs, exec);
     double warm_s = 0;
@@ -538,18 +556,40 @@ cli::parser make_parser() {
       "Timing: inference seconds cover the inference of all inputs (inputs on the device -> categories on\n"
       "the host); file reading, network generation and the one-time plan are excluded.\n"
       "Rate = inputs x connections / seconds (edges/s).\n"
-      "Exit status: 0 done (and every check matched), 1 a check differs, 2 bad arguments or input.");
+      "Exit status: 0 done (and every check matched), 1 a check differs, 2 bad arguments or input.\n"
+      "Several ranks: mpirun -np P graph_challenge infer|bench ... splits the inputs over P processes (one\n"
+      "GPU each) in a build with MPI (configure with MPI found, or -DSDNN_ENABLE_MPI=ON).");
   return p;
 }
 
 // ---------------------------------------------------------------------------------------
 // The commands.
 
-int cmd_infer(cli::result const& o, machine const& m) {
-  auto const n = static_cast<std::int32_t>(o.integer("neurons"));
-  auto const layers_n = static_cast<std::int32_t>(o.integer("layers"));
-  std::string const backend = o.has("backend") ? o.text("backend") : m.gpu ? "cuda" : "host";
-  std::string const policy_name = o.text("policy");
+// What `infer` and `bench` run, shared by the single process and several ranks: the inputs, and
+// how to run the inference of some of their rows (all of them, or one rank's slice).
+using layer_wrap = std::function<host_layer_fn(host_layer_fn)>;  // wraps a host layer source (several ranks: hashing)
+struct job {
+  std::int32_t n = 0, layers_n = 0;
+  float bias = 0;
+  std::string backend, policy_name;
+  std::string json_path;    // bench: $SDNN_BENCH_JSON (checked), else empty
+  host_csr inputs;
+  host_layer_fn host_layer;  // the network's host layers (null where a run generates them on the device)
+  // rows: the inputs to run; wrap: applied to the host layer source; threads: the engine plan's
+  // build threads (0: as many as the single process uses).
+  std::function<outcome(host_csr const& rows, layer_wrap const& wrap, int threads)> run;
+};
+
+host_layer_fn no_wrap(host_layer_fn f) { return f; }
+
+// infer: every check before any work (writer: this process writes --categories and reads --truth),
+// then the inputs read.
+job prepare_infer(cli::result const& o, machine const& m, bool writer) {
+  job j;
+  auto const n = j.n = static_cast<std::int32_t>(o.integer("neurons"));
+  auto const layers_n = j.layers_n = static_cast<std::int32_t>(o.integer("layers"));
+  std::string const backend = j.backend = o.has("backend") ? o.text("backend") : m.gpu ? "cuda" : "host";
+  std::string const policy_name = j.policy_name = o.text("policy");
   ops::challenge_engine_options eopt;
   bool const engine = engine_policy(policy_name, eopt);
   if (backend == "cuda" && !m.gpu)
@@ -565,39 +605,57 @@ int cmd_infer(cli::result const& o, machine const& m) {
   auto const paths = layer_paths(o.text("weights"), n, layers_n);
   std::string const in_path = o.text("inputs");
   cli::check_input_file(in_path, "--inputs");
-  if (o.has("truth")) cli::check_input_file(o.text("truth"), "--truth");
-  if (o.has("categories")) cli::check_output_file(o.text("categories"), "--categories");
+  if (writer && o.has("truth")) cli::check_input_file(o.text("truth"), "--truth");
+  if (writer && o.has("categories")) cli::check_output_file(o.text("categories"), "--categories");
 
-  float const bias = data::challenge_bias(n);
-  auto const inputs = io::read_challenge_images(in_path, n);
-  auto const read = with_progress("reading layer", layers_n,
-                                  [&](std::int32_t l) { return io::read_challenge_layer(paths[static_cast<std::size_t>(l)], n); });
-  outcome res;
-  if (backend == "host") {
-    res = run_host(layers_n, bias, read, inputs);
-  } else if (engine) {
+  float const bias = j.bias = data::challenge_bias(n);
+  j.inputs = io::read_challenge_images(in_path, n);
+  j.host_layer = [paths, n](std::int32_t l) { return io::read_challenge_layer(paths[static_cast<std::size_t>(l)], n); };
+  std::int64_t const batch = o.integer("batch");
+  j.run = [=, src = j.host_layer](host_csr const& inputs, layer_wrap const& wrap, int threads) {
+    auto const read = wrap(with_progress("reading layer", layers_n, src));
+    outcome res;
+    if (backend == "host") {
+      res = run_host(layers_n, bias, read, inputs);
+    } else if (engine) {
 #if defined(__CUDACC__)
-    res = run_engine(layers_n, bias, read, inputs, 1, eopt);
+      res = run_engine(layers_n, bias, read, inputs, 1, eopt, threads);
 #endif
-  } else {
-    with_policy(policy_name, [&](auto tag) {
-      (void)tag;
+    } else {
+      with_policy(policy_name, [&](auto tag) {
+        (void)tag;
 #if defined(__CUDACC__)
-      using P = decltype(tag);
-      res = run_device<P>(layers_n, bias, layer_source{read, {}}, inputs, 1, o.integer("batch"));
+        using P = decltype(tag);
+        res = run_device<P>(layers_n, bias, layer_source{read, {}}, inputs, 1, batch);
 #endif
-    });
-  }
-  print_summary(n, layers_n, inputs.rows(), res, backend, policy_name, m);
-  if (o.has("categories")) io::write_categories(o.text("categories"), res.categories);
+      });
+    }
+    (void)threads;
+    (void)eopt;
+    (void)batch;
+    return res;
+  };
+  return j;
+}
+
+// infer's --categories and --truth (one process, or rank 0): 0, or 1 when --truth differs.
+int finish_infer(cli::result const& o, std::vector<std::int32_t> const& categories) {
+  if (o.has("categories")) io::write_categories(o.text("categories"), categories);
   if (o.has("truth")) {
     auto truth = io::read_categories(o.text("truth"));
-    bool const ok = truth == res.categories;
+    bool const ok = truth == categories;
     std::printf("truth:             %s (%zu expected, %zu found)\n", ok ? "MATCH" : "MISMATCH", truth.size(),
-                res.categories.size());
+                categories.size());
     if (!ok) return 1;
   }
   return 0;
+}
+
+int cmd_infer(cli::result const& o, machine const& m) {
+  job const j = prepare_infer(o, m, true);
+  outcome const res = j.run(j.inputs, no_wrap, 0);
+  print_summary(j.n, j.layers_n, j.inputs.rows(), res, j.backend, j.policy_name, m);
+  return finish_infer(o, res.categories);
 }
 
 int cmd_generate(cli::result const& o) {
@@ -647,60 +705,84 @@ int cmd_generate(cli::result const& o) {
   return 0;
 }
 
-int cmd_bench(cli::result const& o, machine const& m) {
-  auto const n = static_cast<std::int32_t>(o.integer("neurons"));
-  auto const layers_n = static_cast<std::int32_t>(o.integer("layers"));
+// bench: every check before any work (writer: this process appends to $SDNN_BENCH_JSON), then
+// the inputs made.
+job prepare_bench(cli::result const& o, machine const& m, bool writer) {
+  job j;
+  auto const n = j.n = static_cast<std::int32_t>(o.integer("neurons"));
+  auto const layers_n = j.layers_n = static_cast<std::int32_t>(o.integer("layers"));
   auto const images = static_cast<std::int32_t>(o.integer("images"));
   // Without --seed, N = 1024 and L <= 120 run the official layers (on every backend).
   bool const official = n == 1024 && layers_n <= 120 && !o.has("seed");
   std::uint64_t seed = 2026;
   if (o.has("seed")) cli::parse_uint64(o.text("seed"), seed);
-  std::string const policy_name = o.text("policy");
+  std::string const policy_name = j.policy_name = o.text("policy");
   auto const reps = static_cast<int>(o.integer("reps"));
   ops::challenge_engine_options eopt;
   bool const engine = engine_policy(policy_name, eopt);
   if (engine && !m.gpu) fail("--policy ", policy_name, ": the depth-first engine needs a CUDA device");
-  char const* json_path = std::getenv("SDNN_BENCH_JSON");
+  char const* json_path = writer ? std::getenv("SDNN_BENCH_JSON") : nullptr;
   if (json_path && *json_path) cli::check_output_file(json_path, "$SDNN_BENCH_JSON");
+  if (json_path) j.json_path = json_path;
   auto const mnist = io::read_idx_images(mnist_path(o));
   // `images` distinct images (issue 10): digit n mod 10000 shifted by a small offset chosen from
   // n / 10000 (data/distinct_inputs.hpp), so no input repeats and no de-duplication is flattered.
-  auto const inputs = data::distinct_challenge_inputs(mnist, n, images);
-  float const bias = data::challenge_bias(n);
-  std::string const backend = m.gpu ? "cuda" : "host";
+  j.inputs = data::distinct_challenge_inputs(mnist, n, images);
+  float const bias = j.bias = data::challenge_bias(n);
+  j.backend = m.gpu ? "cuda" : "host";
   host_layer_fn const host_layer = [n, seed, official](std::int32_t l) {
     return official ? data::official_1024_layer(l) : data::radixnet_layer(n, l, seed);
   };
-  outcome res;
-  if (!m.gpu) {
-    res = run_host(layers_n, bias, host_layer, inputs);
-  } else if (engine) {
+  bool const gpu = m.gpu;
+  // The pipeline policies generate the layers on the device: no host layers.
+  if (!gpu || engine) j.host_layer = host_layer;
+  std::int64_t const batch = o.integer("batch");
+  j.run = [=](host_csr const& inputs, layer_wrap const& wrap, int threads) {
+    outcome res;
+    if (!gpu) {
+      res = run_host(layers_n, bias, wrap(host_layer), inputs);
+    } else if (engine) {
 #if defined(__CUDACC__)
-    res = run_engine(layers_n, bias, host_layer, inputs, reps, eopt);
+      res = run_engine(layers_n, bias, wrap(host_layer), inputs, reps, eopt, threads);
 #endif
-  } else {
-    with_policy(policy_name, [&](auto tag) {
-      (void)tag;
+    } else {
+      with_policy(policy_name, [&](auto tag) {
+        (void)tag;
 #if defined(__CUDACC__)
-      using P = decltype(tag);
-      res = run_device<P>(layers_n, bias,
-                          layer_source{{}, [&](std::int32_t l, cuda_exec e) {
-                                         return official ? data::official_1024_layer_device(l, e)
-                                                         : data::radixnet_layer_device(n, l, seed, e);
-                                       }},
-                          inputs, reps, o.integer("batch"));
+        using P = decltype(tag);
+        res = run_device<P>(layers_n, bias,
+                            layer_source{{}, [&](std::int32_t l, cuda_exec e) {
+                                           return official ? data::official_1024_layer_device(l, e)
+                                                           : data::radixnet_layer_device(n, l, seed, e);
+                                         }},
+                            inputs, reps, batch);
 #endif
-    });
-  }
-  (void)reps;
-  print_summary(n, layers_n, inputs.rows(), res, backend, policy_name, m);
-  std::string const line = json_line(n, layers_n, inputs.rows(), res, backend, policy_name, m);
+      });
+    }
+    (void)reps;
+    (void)threads;
+    (void)eopt;
+    (void)batch;
+    return res;
+  };
+  return j;
+}
+
+// bench's JSON line: printed, and appended to $SDNN_BENCH_JSON when set.
+void emit_json(std::string const& line, std::string const& json_path) {
   std::printf("%s\n", line.c_str());
-  if (json_path && *json_path) {
+  if (!json_path.empty()) {
     std::ofstream f(json_path, std::ios::app);
     f << line << '\n';
     if (!f) fail("$SDNN_BENCH_JSON: cannot append to '", json_path, "'");
   }
+}
+
+int cmd_bench(cli::result const& o, machine const& m) {
+  job const j = prepare_bench(o, m, true);
+  outcome const res = j.run(j.inputs, no_wrap, 0);
+  print_summary(j.n, j.layers_n, j.inputs.rows(), res, j.backend, j.policy_name, m);
+  emit_json(json_line(j.n, j.layers_n, j.inputs.rows(), res, j.backend, j.policy_name, m), j.json_path);
   return 0;
 }
 
@@ -761,9 +843,8 @@ void print_error(std::string const& message) {
   std::fprintf(stderr, "%s: error: %s\n", program_name, message.c_str());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The single process: today's program (also what one MPI rank runs).
+int run_one(int argc, char** argv) {
   try {
     cli::parser const parser = make_parser();
     cli::result const o = parser.parse(argc, argv);
@@ -795,4 +876,245 @@ int main(int argc, char** argv) {
     print_error(cli::strip_location(e.what()));
     return 2;
   }
+}
+
+#if SDNN_GRAPH_CHALLENGE_MPI
+// ---------------------------------------------------------------------------------------
+// Several ranks (mpirun -np P graph_challenge infer|bench ..., P > 1): every rank parses the
+// same arguments, reads or generates the network and the inputs (weights replicated: each rank
+// builds its own plan), the ranks check that they agree, rank 0 splits the inputs into P
+// contiguous blocks balanced by nonzeros (dist::nnz_partition) and broadcasts the split, each
+// rank runs its block through the single process's path (run_host / run_engine / run_device,
+// one GPU per rank) and times it as the single process does, and rank 0 gathers the categories
+// (global 1-based ids, ascending) and the times and prints the summary. Every failure is an
+// error on every rank and a non-zero exit (sdnn/dist/mpi.hpp: collective_step, run_guarded).
+namespace dmpi = sdnn::dist::mpi;
+
+// f(), with a failure turned into the message the single process would print (no source
+// location; a usage error points to --help): collective_step passes it to every rank.
+template <class F>
+void user_step(F&& f) {
+  try {
+    f();
+  } catch (cli::usage_error const& e) {
+    throw cli::error(cli::detail::concat(e.what(), " (run '", program_name, e.command().empty() ? "" : " ",
+                                         e.command(), " --help' for the options)"));
+  } catch (cli::error const&) {
+    throw;
+  } catch (std::bad_alloc const&) {
+    throw cli::error("out of memory (std::bad_alloc): the input or the network is too large for this machine");
+  } catch (std::exception const& e) {
+    throw cli::error(cli::strip_location(e.what()));
+  }
+}
+
+std::uint64_t text_hash(std::string const& t) {
+  dist::hasher h;
+  h.bytes(t.data(), t.size());
+  return h.digest();
+}
+
+// The body of a run on several ranks; returns the exit status (0, or 1 when --truth differs),
+// the same on every rank.
+int run_ranks_body(int argc, char** argv, MPI_Comm comm) {
+  int const me = dmpi::rank(comm), ranks = dmpi::size(comm);
+  // The ranks on this machine: one GPU each (local rank modulo the device count), and a share of
+  // the cores for building the engine plan.
+  MPI_Comm node;
+  SDNN_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node));
+  int const local_rank = dmpi::rank(node), local_ranks = dmpi::size(node);
+  SDNN_MPI_CHECK(MPI_Comm_free(&node));
+
+  cli::parser const parser = make_parser();
+  cli::result o;
+  dmpi::collective_step(comm, "reading the options", [&] {
+    user_step([&] {
+      o = parser.parse(argc, argv);
+      if (!o.help && o.command != "infer" && o.command != "bench")
+        fail(o.command.empty() ? std::string("the default command") : "'" + o.command + "'",
+             " runs on one process; with several ranks (mpirun -np P) run 'infer' or 'bench'");
+    });
+  });
+  if (o.help) {
+    if (me == 0) std::fputs(o.help_text.c_str(), stdout);
+    return 0;
+  }
+
+  machine m;
+  int device = -1;
+  dmpi::collective_step(comm, "choosing the GPU", [&] {
+    user_step([&] {
+#if defined(__CUDACC__)
+      int count = 0;
+      if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) {
+        device = local_rank % count;
+        SDNN_CUDA_CHECK(cudaSetDevice(device));
+      } else {
+        cudaGetLastError();
+      }
+#endif
+      m = probe();
+    });
+  });
+  // One GPU per rank: a run on the GPU needs one on every rank (infer --backend host needs none).
+  bool const needs_gpu = !(o.command == "infer" && o.has("backend") && o.text("backend") == "host");
+  int const has_gpu = m.gpu ? 1 : 0;
+  int any_gpu = 0;
+  SDNN_MPI_CHECK(MPI_Allreduce(&has_gpu, &any_gpu, 1, MPI_INT, MPI_MAX, comm));
+  dmpi::collective_step(comm, "checking the GPUs", [&] {
+    if (needs_gpu && any_gpu && !m.gpu)
+      fail("this rank sees no CUDA device while other ranks do: run one rank per GPU, each on a machine with one");
+  });
+
+  job j;
+  dmpi::collective_step(comm, o.command == "infer" ? "reading the inputs" : "making the inputs", [&] {
+    user_step([&] { j = o.command == "infer" ? prepare_infer(o, m, me == 0) : prepare_bench(o, m, me == 0); });
+  });
+  float const cap = 32.f;  // epilogue_challenge's
+  // What every rank must agree on before the inputs are split: the problem (dist::challenge_signature's
+  // fields but the weights, which are checked once each rank has made them: the engine's plan builds
+  // them a few at a time, so the network never sits whole on the host) and what runs it.
+  dmpi::check_agreement(comm, dist::signature{}
+                                  .add_count("layers", j.layers_n)
+                                  .add_count("neurons", j.n)
+                                  .add_float("bias", j.bias)
+                                  .add_float("cap", cap)
+                                  .add_count("inputs", j.inputs.rows())
+                                  .add_hash("inputs hash", dist::hash_csr(j.inputs.view()))
+                                  .add_hash("backend and policy", text_hash(j.backend + " " + j.policy_name)));
+
+  // Contiguous blocks of inputs balanced by nonzeros (rank 0 decides, every rank receives).
+  dist::partition p;
+  dmpi::collective_step(comm, "splitting the inputs", [&] {
+    if (me == 0) p = dist::nnz_partition(j.inputs.view(), ranks);
+  });
+  p = dmpi::broadcast_partition(comm, p);
+  dist::input_range const mine = p.range(me);
+
+  // The rank's inference, timed as the single process times it (inputs on the device ->
+  // categories on the host); each layer the rank makes is hashed on the way (slot l: the
+  // engine's plan makes layers on several threads).
+  std::vector<std::uint64_t> layer_hash(static_cast<std::size_t>(j.layers_n), 0);
+  std::vector<std::int64_t> layer_nnz(static_cast<std::size_t>(j.layers_n), 0);
+  layer_wrap const hashing = [&](host_layer_fn f) -> host_layer_fn {
+    return [&, f = std::move(f)](std::int32_t l) {
+      auto w = f(l);
+      layer_hash[static_cast<std::size_t>(l)] = dist::hash_csr(w.view());
+      layer_nnz[static_cast<std::size_t>(l)] = w.nnz();
+      return w;
+    };
+  };
+  int const threads = static_cast<int>(
+      std::max(1u, std::min(16u, std::thread::hardware_concurrency() / static_cast<unsigned>(local_ranks))));
+  outcome res;
+  std::vector<std::int64_t> ids;
+  dmpi::collective_step(comm, "inference", [&] {
+    user_step([&] {
+      if (mine.empty()) {  // fewer inputs than ranks: nothing to run, but the network is still checked
+        if (j.host_layer)
+          for (std::int32_t l = 0; l < j.layers_n; ++l) hashing(j.host_layer)(l);
+        return;
+      }
+      res = j.run(dist::slice_rows(j.inputs.view(), mine), hashing, threads);
+      ids = dist::to_global_ids(res.categories, mine);
+    });
+  });
+  if (j.host_layer) {  // the layers as each rank made them (the pipelines' device-generated layers: not hashed)
+    dist::hasher h;
+    std::int64_t nnz = 0;
+    for (std::size_t l = 0; l < layer_hash.size(); ++l) {
+      h.value(layer_hash[l]);
+      nnz += layer_nnz[l];
+    }
+    dmpi::check_agreement(comm, dist::signature{}.add_count("weight nonzeros", nnz).add_hash("weights hash", h.digest()));
+  }
+
+  auto const all = dmpi::gather_categories(comm, ids, &p);
+  auto const times = dmpi::gather_times(comm, res.seconds);
+  auto const counts = dmpi::gather_counts(comm, mine.size());
+  long long const mine_cb[2] = {static_cast<long long>(res.connections), static_cast<long long>(res.batches)};
+  long long conn = 0, batches = 0;
+  SDNN_MPI_CHECK(MPI_Allreduce(&mine_cb[0], &conn, 1, MPI_LONG_LONG, MPI_MAX, comm));
+  SDNN_MPI_CHECK(MPI_Allreduce(&mine_cb[1], &batches, 1, MPI_LONG_LONG, MPI_SUM, comm));
+
+  int status = 0;
+  dmpi::collective_step(comm, "reporting", [&] {
+    user_step([&] {
+      if (me != 0) return;
+      // The program's outcome: every category, the slowest rank's seconds (the run takes as long
+      // as it), the rate from those.
+      outcome g;
+      g.categories.reserve(all.size());
+      for (auto id : all) {
+        if (id > std::numeric_limits<std::int32_t>::max()) fail("category id ", id, " does not fit int32");
+        g.categories.push_back(static_cast<std::int32_t>(id));
+      }
+      g.seconds = *std::max_element(times.begin(), times.end());
+      g.connections = conn;
+      g.batches = batches;
+      if (!res.engine.empty()) g.engine = "rank 0: " + res.engine;
+      g.engine_json = res.engine_json;
+      print_summary(j.n, j.layers_n, j.inputs.rows(), g, j.backend, j.policy_name, m);
+      std::printf("ranks:             %d (inputs in contiguous blocks balanced by nonzeros; inference seconds: "
+                  "the slowest rank's)\n",
+                  ranks);
+      std::fputs(dist::timing_report(times, counts).c_str(), stdout);
+      if (o.command == "bench") {
+        std::string line = json_line(j.n, j.layers_n, j.inputs.rows(), g, j.backend, j.policy_name, m);
+        line.pop_back();  // the closing brace
+        line += ",\"ranks\":" + std::to_string(ranks) + ",\"rank_seconds\":[";
+        for (std::size_t r = 0; r < times.size(); ++r) {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%s%.6g", r ? "," : "", times[r]);
+          line += buf;
+        }
+        line += "]}";
+        emit_json(line, j.json_path);
+      } else {
+        status = finish_infer(o, g.categories);
+      }
+      std::fflush(stdout);
+    });
+  });
+  SDNN_MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, comm));
+  return status;
+}
+
+// Exit status as the single process's: 0 done, 1 --truth differs, 2 an error (on every rank:
+// "graph_challenge: rank R: error: ...").
+int run_ranks(int argc, char** argv, MPI_Comm comm) {
+  int status = 0;
+  int const rc = dmpi::run_guarded(comm, program_name, [&] { status = run_ranks_body(argc, argv, comm); });
+  return rc != 0 ? 2 : status;
+}
+#else
+// Launched as one of several ranks (mpirun -np P, P > 1) but built without MPI: every process
+// would run the whole problem on its own, so each refuses.
+int launched_ranks() {
+  for (char const* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"}) {
+    char const* s = std::getenv(v);
+    if (s && std::atoi(s) > 1) return std::atoi(s);
+  }
+  return 1;
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#if SDNN_GRAPH_CHALLENGE_MPI
+  MPI_Init(&argc, &argv);
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  int const rc = ranks > 1 ? run_ranks(argc, argv, MPI_COMM_WORLD) : run_one(argc, argv);
+  MPI_Finalize();
+  return rc;
+#else
+  if (int const ranks = launched_ranks(); ranks > 1) {
+    print_error(cli::detail::concat("started as one of ", ranks, " MPI ranks, but this build has no MPI; ",
+                                    multi_rank_note));
+    return 2;
+  }
+  return run_one(argc, argv);
+#endif
 }
