@@ -37,7 +37,7 @@ class hasher {
     auto const* p = static_cast<unsigned char const*>(data);
     length_ += n;
     // Complete a partial word from an earlier call first.
-    while (n > 0 && fill_ != 0) {
+    while (n > 0 && fill_ != 0 && fill_ < 8) {  // fill_ < 8 always; said for GCC's -Wstringop-overflow
       pending_[fill_++] = *p++;
       --n;
       if (fill_ == 8) flush_pending();
@@ -47,7 +47,7 @@ class hasher {
       std::memcpy(&w, p, 8);
       round(w);
     }
-    for (; n > 0; --n) pending_[fill_++] = *p++;
+    for (; n > 0 && fill_ < 8; --n) pending_[fill_++] = *p++;  // n < 8 here
   }
   template <class T>
   void value(T const& v) {
