@@ -71,7 +71,7 @@ class csr_matrix {
   static std::size_t checked(Index rows, Index cols, Index nnz) {
     SDNN_EXPECTS(rows >= 0 && cols >= 0 && nnz >= 0, "csr_matrix: rows, cols and nnz must be >= 0, got ",
                  rows, ", ", cols, ", ", nnz);
-    return static_cast<std::size_t>(rows);
+    return detail::checked_extent(rows, 1, "csr_matrix: rows");  // rows + 1 row pointers cannot wrap
   }
   Index rows_ = 0, cols_ = 0;
   buffer<Index, Space> row_ptr_;
