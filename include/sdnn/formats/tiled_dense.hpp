@@ -185,8 +185,8 @@ void validate(tiled_dense_view<T const> const& a, std::size_t data_size, std::si
   SDNN_EXPECTS(occupied_size == tiles, "tiled_dense: occupied must have one entry per tile = ", tiles,
                ", got ", occupied_size);
   SDNN_EXPECTS(tile_row_ptr_size == static_cast<std::size_t>(a.grid_rows) + 1,
-               "tiled_dense: tile_row_ptr must have grid_rows + 1 = ", a.grid_rows + 1, " entries, got ",
-               tile_row_ptr_size);
+               "tiled_dense: tile_row_ptr must have grid_rows + 1 = ", static_cast<std::size_t>(a.grid_rows) + 1,
+               " entries, got ", tile_row_ptr_size);
   SDNN_EXPECTS(tile_col_size == static_cast<std::size_t>(a.occupied_tiles), "tiled_dense: tile_col must have ",
                a.occupied_tiles, " entries, got ", tile_col_size);
   SDNN_EXPECTS(a.tile_row_ptr[0] == 0, "tiled_dense: tile_row_ptr[0] must be 0, got ", a.tile_row_ptr[0]);
