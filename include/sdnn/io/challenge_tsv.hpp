@@ -140,16 +140,19 @@ inline int format_challenge_value(float v, char* buf, std::size_t size) {
 // is refused (a layer of 0 connections is always a wrong file).
 inline csr_matrix<float, std::int32_t> read_challenge_layer(input const& src, std::int32_t neurons,
                                                             read_options const& opt = {}) {
-  SDNN_EXPECTS(neurons > 0, "read_challenge_layer: neurons must be > 0, got ", neurons);
-  SDNN_EXPECTS(detail::claim_fits(std::uint64_t(neurons) + 1, sizeof(std::int32_t), opt), "read_challenge_layer: '",
-               src.name(), "': ", neurons, " neurons need ", neurons + std::int64_t(1),
-               " row pointers, more than read_options::max_claimed_bytes = ", opt.max_claimed_bytes, " bytes allow");
-  auto t = detail::read_challenge_triplets(src, opt, neurons, neurons, "row (input neuron)", "column (output neuron)");
-  SDNN_EXPECTS(!t.rows.empty(), "io: '", src.name(),
-               "' holds no entries: an empty layer file (expected lines 'row<TAB>col<TAB>value')");
-  return detail::triplets_to_csr<float, std::int32_t>(
-      neurons, neurons, t.rows, t.cols, t.values, detail::duplicate_policy::reject, src.name(),
-      [&](std::size_t k) { return detail::challenge_entry_line(src, opt, k); });
+  return detail::reading(src, [&] {
+    SDNN_EXPECTS(neurons > 0, "read_challenge_layer: neurons must be > 0, got ", neurons);
+    SDNN_EXPECTS(detail::claim_fits(std::uint64_t(neurons) + 1, sizeof(std::int32_t), opt), "read_challenge_layer: '",
+                 src.name(), "': ", neurons, " neurons need ", neurons + std::int64_t(1),
+                 " row pointers, more than read_options::max_claimed_bytes = ", opt.max_claimed_bytes, " bytes allow");
+    auto t = detail::read_challenge_triplets(src, opt, neurons, neurons, "row (input neuron)",
+                                             "column (output neuron)");
+    SDNN_EXPECTS(!t.rows.empty(), "io: '", src.name(),
+                 "' holds no entries: an empty layer file (expected lines 'row<TAB>col<TAB>value')");
+    return detail::triplets_to_csr<float, std::int32_t>(
+        neurons, neurons, t.rows, t.cols, t.values, detail::duplicate_policy::reject, src.name(),
+        [&](std::size_t k) { return detail::challenge_entry_line(src, opt, k); });
+  });
 }
 inline csr_matrix<float, std::int32_t> read_challenge_layer(std::string const& path, std::int32_t neurons,
                                                             read_options const& opt = {}) {
@@ -161,25 +164,27 @@ inline csr_matrix<float, std::int32_t> read_challenge_layer(std::string const& p
 // without entries is refused (0 images is always a wrong file).
 inline csr_matrix<float, std::int32_t> read_challenge_images(input const& src, std::int32_t neurons,
                                                              std::int32_t images = -1, read_options const& opt = {}) {
-  SDNN_EXPECTS(neurons > 0, "read_challenge_images: neurons must be > 0, got ", neurons);
-  SDNN_EXPECTS(images >= -1, "read_challenge_images: images must be >= 0 or -1 (from the file), got ", images);
-  SDNN_EXPECTS(images < 0 || detail::claim_fits(std::uint64_t(images) + 1, sizeof(std::int32_t), opt),
-               "read_challenge_images: '", src.name(), "': ", images, " images need ", images + std::int64_t(1),
-               " row pointers, more than read_options::max_claimed_bytes = ", opt.max_claimed_bytes, " bytes allow");
-  auto t = detail::read_challenge_triplets(src, opt, images, neurons, "image id", "pixel (neuron)");
-  SDNN_EXPECTS(!t.rows.empty(), "io: '", src.name(),
-               "' holds no entries: an empty image file (expected lines 'image<TAB>pixel<TAB>value')");
-  // Without an explicit count the largest id sets the row count: bounded by what the file can
-  // justify (at most 64 images per stored pixel, so one stray id cannot allocate gigabytes).
-  std::int64_t const justified = 64 * static_cast<std::int64_t>(t.rows.size());
-  SDNN_EXPECTS(images >= 0 || t.max_row_seen <= justified, "io: '", src.name(), "': the largest image id is ",
-               t.max_row_seen, " but the file stores only ", t.rows.size(),
-               " pixels (at most 64 images per stored pixel are accepted without an explicit image count; pass the "
-               "count, e.g. graph_challenge --images)");
-  std::int32_t const rows = images >= 0 ? images : static_cast<std::int32_t>(t.max_row_seen);
-  return detail::triplets_to_csr<float, std::int32_t>(
-      rows, neurons, t.rows, t.cols, t.values, detail::duplicate_policy::reject, src.name(),
-      [&](std::size_t k) { return detail::challenge_entry_line(src, opt, k); });
+  return detail::reading(src, [&] {
+    SDNN_EXPECTS(neurons > 0, "read_challenge_images: neurons must be > 0, got ", neurons);
+    SDNN_EXPECTS(images >= -1, "read_challenge_images: images must be >= 0 or -1 (from the file), got ", images);
+    SDNN_EXPECTS(images < 0 || detail::claim_fits(std::uint64_t(images) + 1, sizeof(std::int32_t), opt),
+                 "read_challenge_images: '", src.name(), "': ", images, " images need ", images + std::int64_t(1),
+                 " row pointers, more than read_options::max_claimed_bytes = ", opt.max_claimed_bytes, " bytes allow");
+    auto t = detail::read_challenge_triplets(src, opt, images, neurons, "image id", "pixel (neuron)");
+    SDNN_EXPECTS(!t.rows.empty(), "io: '", src.name(),
+                 "' holds no entries: an empty image file (expected lines 'image<TAB>pixel<TAB>value')");
+    // Without an explicit count the largest id sets the row count: bounded by what the file can
+    // justify (at most 64 images per stored pixel, so one stray id cannot allocate gigabytes).
+    std::int64_t const justified = 64 * static_cast<std::int64_t>(t.rows.size());
+    SDNN_EXPECTS(images >= 0 || t.max_row_seen <= justified, "io: '", src.name(), "': the largest image id is ",
+                 t.max_row_seen, " but the file stores only ", t.rows.size(),
+                 " pixels (at most 64 images per stored pixel are accepted without an explicit image count; pass the "
+                 "count, e.g. graph_challenge --images)");
+    std::int32_t const rows = images >= 0 ? images : static_cast<std::int32_t>(t.max_row_seen);
+    return detail::triplets_to_csr<float, std::int32_t>(
+        rows, neurons, t.rows, t.cols, t.values, detail::duplicate_policy::reject, src.name(),
+        [&](std::size_t k) { return detail::challenge_entry_line(src, opt, k); });
+  });
 }
 inline csr_matrix<float, std::int32_t> read_challenge_images(std::string const& path, std::int32_t neurons,
                                                              std::int32_t images = -1, read_options const& opt = {}) {
@@ -188,27 +193,29 @@ inline csr_matrix<float, std::int32_t> read_challenge_images(std::string const& 
 
 // The 1-based ids of a category file, in file order (an empty file: no image has a category).
 inline std::vector<std::int32_t> read_categories(input const& src, read_options const& opt = {}) {
-  line_reader in(src, opt);
-  std::string const& path = src.name();
-  std::vector<std::int32_t> ids;
-  std::string_view line, f[1];
-  try {
-    while (in.next(line)) {
-      if (detail::is_blank_line(line)) continue;
-      std::size_t const n = detail::split_fields(line, f, 1);
-      SDNN_EXPECTS(n == 1, "io: '", path, "' line ", in.line_number(), ": expected one image id per line, got ",
-                   n > 1 ? "more than 1" : "0", " fields");
-      std::int64_t id = 0;
-      SDNN_EXPECTS(detail::parse_int(f[0], id), "io: '", path, "' line ", in.line_number(), ": image id '", f[0],
-                   "' is not an integer");
-      SDNN_EXPECTS(id >= 1 && id <= std::numeric_limits<std::int32_t>::max(), "io: '", path, "' line ",
-                   in.line_number(), ": image id ", id, " is out of range (ids are 1-based)");
-      ids.push_back(static_cast<std::int32_t>(id));
+  return detail::reading(src, [&] {
+    line_reader in(src, opt);
+    std::string const& path = src.name();
+    std::vector<std::int32_t> ids;
+    std::string_view line, f[1];
+    try {
+      while (in.next(line)) {
+        if (detail::is_blank_line(line)) continue;
+        std::size_t const n = detail::split_fields(line, f, 1);
+        SDNN_EXPECTS(n == 1, "io: '", path, "' line ", in.line_number(), ": expected one image id per line, got ",
+                     n > 1 ? "more than 1" : "0", " fields");
+        std::int64_t id = 0;
+        SDNN_EXPECTS(detail::parse_int(f[0], id), "io: '", path, "' line ", in.line_number(), ": image id '", f[0],
+                     "' is not an integer");
+        SDNN_EXPECTS(id >= 1 && id <= std::numeric_limits<std::int32_t>::max(), "io: '", path, "' line ",
+                     in.line_number(), ": image id ", id, " is out of range (ids are 1-based)");
+        ids.push_back(static_cast<std::int32_t>(id));
+      }
+    } catch (std::bad_alloc const&) {
+      SDNN_FAIL("io: '", path, "' line ", in.line_number(), ": out of memory after ", ids.size(), " ids");
     }
-  } catch (std::bad_alloc const&) {
-    SDNN_FAIL("io: '", path, "' line ", in.line_number(), ": out of memory after ", ids.size(), " ids");
-  }
-  return ids;
+    return ids;
+  });
 }
 inline std::vector<std::int32_t> read_categories(std::string const& path, read_options const& opt = {}) {
   return read_categories(input::file(path), opt);

@@ -33,6 +33,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -117,38 +118,12 @@ class byte_reader {
  public:
   explicit byte_reader(std::string path) : byte_reader(input::file(std::move(path))) {}
   explicit byte_reader(input const& src) : path_(src.name()) {
-    if (src.in_memory()) {
-      mem_ = src.data();
-      mem_end_ = src.data() + src.size();
-    } else {
-      file_ = std::fopen(path_.c_str(), "rb");
-      SDNN_EXPECTS(file_ != nullptr, "io: cannot open '", path_, "' for reading: ", std::strerror(errno));
-#if defined(SDNN_IO_HAS_FSTAT)
-      struct stat st;
-      if (::fstat(fileno(file_), &st) == 0 && S_ISDIR(st.st_mode)) {
-        close();
-        SDNN_FAIL("io: cannot read '", path_, "': it is a directory, not a file");
-      }
-#endif
-    }
-    // Look at the first two bytes for the gzip magic; they stay in `head_` for the first read.
-    head_len_ = raw_read(head_, 2);
-    gzipped_ = head_len_ == 2 && static_cast<unsigned char>(head_[0]) == 0x1f &&
-               static_cast<unsigned char>(head_[1]) == 0x8b;
-    if (!gzipped_) return;
-#if defined(SDNN_HAS_ZLIB) && SDNN_HAS_ZLIB
-    gz_ = new gz_state();
-    gz_->in.resize(std::size_t(1) << 18);
-    if (inflateInit2(&gz_->z, 15 + 16) != Z_OK) {  // 15 + 16: a gzip wrapper, the largest window
+    try {
+      open(src);
+    } catch (...) {  // the destructor does not run for a constructor that throws
       close();
-      SDNN_FAIL("io: '", path_, "': cannot start zlib's inflate (out of memory?)");
+      throw;
     }
-    gz_->inited = true;
-#else
-    close();
-    SDNN_FAIL("io: '", path_, "' is gzip-compressed, but sdnn was built without zlib (SDNN_HAS_ZLIB); "
-              "install zlib and reconfigure, or gunzip the file");
-#endif
   }
   ~byte_reader() { close(); }
   byte_reader(byte_reader const&) = delete;
@@ -179,6 +154,36 @@ class byte_reader {
   }
 
  private:
+  void open(input const& src) {
+    if (src.in_memory()) {
+      mem_ = src.data();
+      mem_end_ = src.data() + src.size();
+    } else {
+      file_ = std::fopen(path_.c_str(), "rb");
+      SDNN_EXPECTS(file_ != nullptr, "io: cannot open '", path_, "' for reading: ", std::strerror(errno));
+#if defined(SDNN_IO_HAS_FSTAT)
+      struct stat st;
+      SDNN_EXPECTS(::fstat(fileno(file_), &st) != 0 || !S_ISDIR(st.st_mode), "io: cannot read '", path_,
+                   "': it is a directory, not a file");
+#endif
+    }
+    // Look at the first two bytes for the gzip magic; they stay in `head_` for the first read.
+    head_len_ = raw_read(head_, 2);
+    gzipped_ = head_len_ == 2 && static_cast<unsigned char>(head_[0]) == 0x1f &&
+               static_cast<unsigned char>(head_[1]) == 0x8b;
+    if (!gzipped_) return;
+#if defined(SDNN_HAS_ZLIB) && SDNN_HAS_ZLIB
+    gz_ = new gz_state();
+    gz_->in.resize(std::size_t(1) << 18);
+    // 15 + 16: a gzip wrapper, the largest window.
+    SDNN_EXPECTS(inflateInit2(&gz_->z, 15 + 16) == Z_OK, "io: '", path_,
+                 "': cannot start zlib's inflate (out of memory?)");
+    gz_->inited = true;
+#else
+    SDNN_FAIL("io: '", path_, "' is gzip-compressed, but sdnn was built without zlib (SDNN_HAS_ZLIB); "
+              "install zlib and reconfigure, or gunzip the file");
+#endif
+  }
 #if defined(SDNN_HAS_ZLIB) && SDNN_HAS_ZLIB
   struct gz_state {
     z_stream z{};
@@ -410,6 +415,20 @@ class line_reader {
 };
 
 namespace detail {
+
+// Runs a reader's body: a failed allocation (std::bad_alloc, std::length_error) becomes an
+// sdnn::error naming the input, so only sdnn::errors leave a reader. Readers catch it closer
+// to the failure too, where they can name the line.
+template <class F>
+auto reading(input const& src, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (std::bad_alloc const&) {
+    SDNN_FAIL("io: '", src.name(), "': out of memory while reading it");
+  } catch (std::length_error const&) {
+    SDNN_FAIL("io: '", src.name(), "': out of memory while reading it (a size beyond the library's maximum)");
+  }
+}
 
 // True when `count` elements of `elem_bytes` bytes each fit read_options::max_claimed_bytes.
 inline bool claim_fits(std::uint64_t count, std::size_t elem_bytes, read_options const& opt) {

@@ -86,7 +86,8 @@ char const* parse_mm_value(std::string_view s, bool integer_field, bool allow_no
       std::int64_t iv = 0;
       if (!parse_int(s, iv)) return "is not a valid integer (or does not fit 64 bits)";
       bool fits;
-      if constexpr (std::is_signed_v<T>) fits = iv >= static_cast<std::int64_t>(lo) && iv <= static_cast<std::int64_t>(hi);
+      if constexpr (std::is_signed_v<T>)
+        fits = iv >= static_cast<std::int64_t>(lo) && iv <= static_cast<std::int64_t>(hi);
       else fits = iv >= 0 && static_cast<std::uint64_t>(iv) <= static_cast<std::uint64_t>(hi);
       if (!fits) return "does not fit the value type";
       out = static_cast<T>(iv);
@@ -221,46 +222,48 @@ std::size_t matrix_market_triplet_line(input const& src, read_options const& opt
 template <class T = double, class Index = std::int32_t>
 csr_matrix<T, Index> read_matrix_market(input const& src, matrix_market_header* header_out = nullptr,
                                         read_options const& opt = {}) {
-  std::string const& path = src.name();
-  std::int64_t rows = 0, cols = 0;
-  std::vector<Index> ri, ci;
-  std::vector<T> vi;
-  std::size_t at = 0;
-  matrix_market_header h;
-  try {
-    h = detail::parse_matrix_market<T, Index>(
-        src, opt,
-        [&](std::int64_t r, std::int64_t c, std::int64_t entries, std::size_t line) {
-          SDNN_EXPECTS(detail::claim_fits(static_cast<std::uint64_t>(r) + 1, sizeof(Index), opt), "io: '", path,
-                       "' line ", line, ": ", r, " rows need (", r, " + 1) x ", sizeof(Index),
-                       " bytes of row pointers, more than read_options::max_claimed_bytes = ", opt.max_claimed_bytes,
-                       " bytes allow before any entry justifies them (raise it to read this file)");
-          rows = r;
-          cols = c;
-          // Room for the announced entries only up to a small bound: the rest grows with the
-          // lines actually read.
-          std::size_t const ahead = static_cast<std::size_t>(std::min<std::int64_t>(entries, std::int64_t(1) << 16));
-          ri.reserve(ahead);
-          ci.reserve(ahead);
-          vi.reserve(ahead);
-        },
-        [&](Index i, Index j, T v, std::size_t line) {
-          at = line;
-          SDNN_EXPECTS(ri.size() < static_cast<std::size_t>(std::numeric_limits<Index>::max()), "io: '", path,
-                       "' line ", line, ": more entries (mirrors included) than the index type can address");
-          ri.push_back(i);
-          ci.push_back(j);
-          vi.push_back(v);
-          return true;
-        });
-  } catch (std::bad_alloc const&) {
-    SDNN_FAIL("io: '", path, "' line ", at, ": out of memory after ", ri.size(), " entries");
-  }
-  if (header_out) *header_out = h;
-  return detail::triplets_to_csr<T, Index>(
-      static_cast<Index>(rows), static_cast<Index>(cols), ri, ci, vi, detail::duplicate_policy::sum, path,
-      [&](std::size_t k) { return detail::matrix_market_triplet_line<T, Index>(src, opt, k); },
-      opt.allow_non_finite);
+  return detail::reading(src, [&] {
+    std::string const& path = src.name();
+    std::int64_t rows = 0, cols = 0;
+    std::vector<Index> ri, ci;
+    std::vector<T> vi;
+    std::size_t at = 0;
+    matrix_market_header h;
+    try {
+      h = detail::parse_matrix_market<T, Index>(
+          src, opt,
+          [&](std::int64_t r, std::int64_t c, std::int64_t entries, std::size_t line) {
+            SDNN_EXPECTS(detail::claim_fits(static_cast<std::uint64_t>(r) + 1, sizeof(Index), opt), "io: '", path,
+                         "' line ", line, ": ", r, " rows need (", r, " + 1) x ", sizeof(Index),
+                         " bytes of row pointers, more than read_options::max_claimed_bytes = ", opt.max_claimed_bytes,
+                         " bytes allow before any entry justifies them (raise it to read this file)");
+            rows = r;
+            cols = c;
+            // Room for the announced entries only up to a small bound: the rest grows with the
+            // lines actually read.
+            std::size_t const ahead = static_cast<std::size_t>(std::min<std::int64_t>(entries, std::int64_t(1) << 16));
+            ri.reserve(ahead);
+            ci.reserve(ahead);
+            vi.reserve(ahead);
+          },
+          [&](Index i, Index j, T v, std::size_t line) {
+            at = line;
+            SDNN_EXPECTS(ri.size() < static_cast<std::size_t>(std::numeric_limits<Index>::max()), "io: '", path,
+                         "' line ", line, ": more entries (mirrors included) than the index type can address");
+            ri.push_back(i);
+            ci.push_back(j);
+            vi.push_back(v);
+            return true;
+          });
+    } catch (std::bad_alloc const&) {
+      SDNN_FAIL("io: '", path, "' line ", at, ": out of memory after ", ri.size(), " entries");
+    }
+    if (header_out) *header_out = h;
+    return detail::triplets_to_csr<T, Index>(
+        static_cast<Index>(rows), static_cast<Index>(cols), ri, ci, vi, detail::duplicate_policy::sum, path,
+        [&](std::size_t k) { return detail::matrix_market_triplet_line<T, Index>(src, opt, k); },
+        opt.allow_non_finite);
+  });
 }
 
 template <class T = double, class Index = std::int32_t>

@@ -73,45 +73,49 @@ inline void expect_end(byte_reader& in, char const* what) {
 }  // namespace detail
 
 inline idx_images read_idx_images(input const& src, read_options const& opt = {}) {
-  std::string const& path = src.name();
-  byte_reader in(src);
-  std::uint32_t const magic = detail::read_be32(in, "IDX header");
-  SDNN_EXPECTS(magic == 0x00000803u, "io: '", path, "' is not an IDX image file: magic 0x", std::hex, magic,
-               ", expected 0x803 (unsigned byte, 3 dimensions)");
-  idx_images r;
-  r.count = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "image count");
-  r.rows = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "rows");
-  r.cols = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "cols");
-  SDNN_EXPECTS(r.rows <= 65536 && r.cols <= 65536, "io: '", path, "': IDX dimensions ", r.count, " x ", r.rows, " x ",
-               r.cols, " are implausible (rows and cols are at most 65536)");
-  // count < 2^31, rows and cols <= 2^16: the product fits 64 bits.
-  std::uint64_t const n = std::uint64_t(r.count) * std::uint64_t(r.rows) * std::uint64_t(r.cols);
-  SDNN_EXPECTS(detail::claim_fits(n, 1, opt), "io: '", path, "': the IDX header claims ", r.count, " x ", r.rows,
-               " x ", r.cols, " = ", n, " bytes of pixels, more than read_options::max_claimed_bytes = ",
-               opt.max_claimed_bytes, " allows (raise it to read this file)");
-  r.pixels = detail::read_promised(in, static_cast<std::size_t>(n), "IDX pixel data");
-  detail::expect_end(in, "pixel data");
-  return r;
+  return detail::reading(src, [&] {
+    std::string const& path = src.name();
+    byte_reader in(src);
+    std::uint32_t const magic = detail::read_be32(in, "IDX header");
+    SDNN_EXPECTS(magic == 0x00000803u, "io: '", path, "' is not an IDX image file: magic 0x", std::hex, magic,
+                 ", expected 0x803 (unsigned byte, 3 dimensions)");
+    idx_images r;
+    r.count = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "image count");
+    r.rows = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "rows");
+    r.cols = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "cols");
+    SDNN_EXPECTS(r.rows <= 65536 && r.cols <= 65536, "io: '", path, "': IDX dimensions ", r.count, " x ", r.rows, " x ",
+                 r.cols, " are implausible (rows and cols are at most 65536)");
+    // count < 2^31, rows and cols <= 2^16: the product fits 64 bits.
+    std::uint64_t const n = std::uint64_t(r.count) * std::uint64_t(r.rows) * std::uint64_t(r.cols);
+    SDNN_EXPECTS(detail::claim_fits(n, 1, opt), "io: '", path, "': the IDX header claims ", r.count, " x ", r.rows,
+                 " x ", r.cols, " = ", n, " bytes of pixels, more than read_options::max_claimed_bytes = ",
+                 opt.max_claimed_bytes, " allows (raise it to read this file)");
+    r.pixels = detail::read_promised(in, static_cast<std::size_t>(n), "IDX pixel data");
+    detail::expect_end(in, "pixel data");
+    return r;
+  });
 }
 inline idx_images read_idx_images(std::string const& path, read_options const& opt = {}) {
   return read_idx_images(input::file(path), opt);
 }
 
 inline std::vector<std::uint8_t> read_idx_labels(input const& src, read_options const& opt = {}) {
-  std::string const& path = src.name();
-  byte_reader in(src);
-  std::uint32_t const magic = detail::read_be32(in, "IDX header");
-  SDNN_EXPECTS(magic == 0x00000801u, "io: '", path, "' is not an IDX label file: magic 0x", std::hex, magic,
-               ", expected 0x801 (unsigned byte, 1 dimension)");
-  std::int32_t const count = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "label count");
-  SDNN_EXPECTS(detail::claim_fits(static_cast<std::uint64_t>(count), 1, opt), "io: '", path,
-               "': the IDX header claims ", count, " labels, more than read_options::max_claimed_bytes = ",
-               opt.max_claimed_bytes, " allows (raise it to read this file)");
-  auto labels = detail::read_promised(in, static_cast<std::size_t>(count), "IDX labels");
-  detail::expect_end(in, "labels");
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    SDNN_EXPECTS(labels[i] <= 9, "io: '", path, "': label ", i, " is ", int(labels[i]), ", not a digit 0..9");
-  return labels;
+  return detail::reading(src, [&] {
+    std::string const& path = src.name();
+    byte_reader in(src);
+    std::uint32_t const magic = detail::read_be32(in, "IDX header");
+    SDNN_EXPECTS(magic == 0x00000801u, "io: '", path, "' is not an IDX label file: magic 0x", std::hex, magic,
+                 ", expected 0x801 (unsigned byte, 1 dimension)");
+    std::int32_t const count = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "label count");
+    SDNN_EXPECTS(detail::claim_fits(static_cast<std::uint64_t>(count), 1, opt), "io: '", path,
+                 "': the IDX header claims ", count, " labels, more than read_options::max_claimed_bytes = ",
+                 opt.max_claimed_bytes, " allows (raise it to read this file)");
+    auto labels = detail::read_promised(in, static_cast<std::size_t>(count), "IDX labels");
+    detail::expect_end(in, "labels");
+    for (std::size_t i = 0; i < labels.size(); ++i)
+      SDNN_EXPECTS(labels[i] <= 9, "io: '", path, "': label ", i, " is ", int(labels[i]), ", not a digit 0..9");
+    return labels;
+  });
 }
 inline std::vector<std::uint8_t> read_idx_labels(std::string const& path, read_options const& opt = {}) {
   return read_idx_labels(input::file(path), opt);
