@@ -352,7 +352,7 @@ void fuzz_csr(decoder& in) {
   for (std::size_t i = 0; i < rp_len; ++i) {
     std::uint8_t const b = in.byte();
     if (i == 0) at = b < 240 ? 0 : in.raw<I>();
-    else if (b < 240) at = static_cast<I>(at + b % 4);
+    else if (b < 240) at = at <= std::numeric_limits<I>::max() - 3 ? static_cast<I>(at + b % 4) : at;
     else at = in.raw<I>();
     rp.push_back(at);
   }
