@@ -24,7 +24,7 @@ say "nvcc: $(nvcc --version | tail -1)"
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   t0=$(date +%s)
-  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" >"$OUT/configure.log" 2>&1 ||
+  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" -DSDNN_BUILD_TESTS=ON >"$OUT/configure.log" 2>&1 ||
     { say "configure FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
   if ! cmake --build "$B" -j"$JOBS" >"$OUT/build.log" 2>&1; then
     say "build FAILED"; grep -E 'error|Error' "$OUT/build.log" | head -40; exit 1

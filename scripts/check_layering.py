@@ -21,6 +21,8 @@ The layers, lowest first (a header may include its own folder or any folder of a
                      policy) to kernels, vendor or reference (device conversions included).
   5      layers/     network layers (sparse linear, sparse convolution) built on ops.
   6      pipeline/   composition of layers: plan once, run many times on a stream.
+  7      dist/       running over several ranks: partition of the inputs, merge of the ranks'
+                     categories, agreement signature, timing; mpi.hpp adds the MPI collectives.
   -      sdnn.hpp    the umbrella header (include/sdnn/*.hpp) may include everything.
 
 Folders of one layer do not include each other (kernels/ never includes reference/, vendor/
@@ -53,6 +55,7 @@ LAYERS = {
     "ops": (4, set()),
     "layers": (5, set()),
     "pipeline": (6, set()),
+    "dist": (7, set()),
 }
 UMBRELLA = ""  # headers directly in include/sdnn/
 HEADER_EXT = (".hpp", ".cuh", ".h", ".inl")

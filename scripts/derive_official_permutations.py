@@ -11,12 +11,17 @@ determine, for each row i of block b, only the residue r_b(i) = perm_b(i) mod M,
 This script recovers r_b for blocks 1..19, checks that each residue occurs exactly N / M = 16 times,
 builds the canonical permutation (row i -> base row r_b(i) + M * (number of earlier rows with the
 same residue)), regenerates all 120 layers from it and checks generated == official, entry by entry
-and including the value text "6.250000e-02". It then writes
+and including the value text "6.250000e-02" (each layer's set of lines; the official files list the
+entries column by column, sdnn's writer row by row, so the files are equal as sets of lines, not
+byte for byte). It then writes
 include/sdnn/data/official_1024_permutations.hpp: one 1024-character string per block, character
 k = residue of row k in the alphabet below (6 bits per row).
 
-Usage: scripts/derive_official_permutations.py [DATA_DIR] [OUT_HEADER]
-  DATA_DIR defaults to /work/shared/data/graph-challenge/neuron1024.
+Usage: scripts/derive_official_permutations.py DATA_DIR [OUT_HEADER]
+  DATA_DIR: a folder holding the official n1024-l1.tsv.gz .. n1024-l120.tsv.gz (graphchallenge.org,
+            "neuron1024" DNN; not shipped with sdnn, 11 MB; tests/data/README.md says what is shipped).
+  OUT_HEADER defaults to include/sdnn/data/official_1024_permutations.hpp of this repository
+            (relative to this script).
 Python 3 standard library only.
 """
 import gzip
@@ -51,7 +56,13 @@ def base_row(p, t):
 
 
 def main():
-    data = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/data/graph-challenge/neuron1024"
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help") or len(sys.argv) > 3:
+        sys.exit(__doc__[__doc__.index("Usage:"):].rstrip())
+    data = sys.argv[1]
+    missing = [l for l in range(1, LAYERS + 1) if not os.path.isfile(os.path.join(data, f"n1024-l{l}.tsv.gz"))]
+    if missing:
+        sys.exit(f"{data}: {len(missing)} of the {LAYERS} official layer files are missing "
+                 f"(first: n1024-l{missing[0]}.tsv.gz)")
     here = os.path.dirname(os.path.abspath(__file__))
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "..", "include", "sdnn", "data",
                                                              "official_1024_permutations.hpp")

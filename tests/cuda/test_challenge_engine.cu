@@ -44,7 +44,9 @@ std::vector<float> dense_of(layer_t const& y) {
 void check_engine(std::vector<layer_t> const& ws, float bias, layer_t const& inputs, cuda_exec exec,
                   ops::challenge_engine_options opt, std::string const& what) {
   INFO(what << " (retirement " << opt.structure.retirement << ", folding " << opt.structure.folding
-            << ", rows per block " << opt.rows_per_block << ")");
+            << ", threads per row " << opt.threads_per_row << ", scratch "
+            << (opt.scratch == ops::challenge_engine_scratch_place::global ? "global" : "automatic") << ", compact terms "
+            << opt.compact_terms << ", fast path " << opt.fast_path << ")");
   auto const ref = reference::challenge_infer(inputs, ws, bias, opt.cap);
   auto const cats = reference::challenge_categories(ref);
   auto const want = dense_of(ref);
@@ -62,22 +64,36 @@ void check_engine(std::vector<layer_t> const& ws, float bias, layer_t const& inp
   REQUIRE(bad == 0);
   // the counters tell what ran
   REQUIRE(r.row_layers <= static_cast<std::int64_t>(inputs.rows()) * static_cast<std::int64_t>(ws.size()));
+  REQUIRE(r.row_layers + r.layers_skipped == static_cast<std::int64_t>(inputs.rows()) * static_cast<std::int64_t>(ws.size()));
+  REQUIRE(r.rows == inputs.rows());
+  if (opt.scratch == ops::challenge_engine_scratch_place::global) REQUIRE_FALSE(plan.state_in_shared_memory());
+  if (!opt.fast_path) REQUIRE_FALSE(plan.fast_path());
   if (!opt.structure.retirement) REQUIRE(r.retired == 0);
   // a second run of the same plan gives the same categories (the queue and counters reset)
   REQUIRE(plan.run(exec, d_in.view()).categories == cats);
 }
 
 void check_all_options(std::vector<layer_t> const& ws, float bias, layer_t const& inputs, cuda_exec exec,
-                       std::string const& what, std::vector<int> rows_per_block = {0}) {
+                       std::string const& what, std::vector<int> threads_per_row = {0}, bool also_global = false) {
   for (bool retire : {true, false})
-    for (bool fold : {true, false})
-      for (int rpb : rows_per_block) {
+    for (bool fold : {true, false}) {
+      for (int tpr : threads_per_row) {
         ops::challenge_engine_options opt;
         opt.structure.retirement = retire;
         opt.structure.folding = fold;
-        opt.rows_per_block = rpb;
+        opt.threads_per_row = tpr;
+        opt.fast_path = tpr == 0;  // explicit thread counts take the general (weight table) path
         check_engine(ws, bias, inputs, exec, opt, what);
       }
+      if (also_global) {  // state and input row in global scratch (the N = 65536 path), wide terms
+        ops::challenge_engine_options opt;
+        opt.compact_terms = false;
+        opt.structure.retirement = retire;
+        opt.structure.folding = fold;
+        opt.scratch = ops::challenge_engine_scratch_place::global;
+        check_engine(ws, bias, inputs, exec, opt, what);
+      }
+    }
 }
 
 layer_t first_rows(layer_t const& y, std::int32_t k) {
@@ -112,12 +128,13 @@ TEST_CASE("challenge engine: official 1024 x 120 network, first 1200 images, eve
   // What the plan proved on these weights.
   REQUIRE(plan.structure().saturation.status.ok());
   for (double f : plan.fold_factors()) REQUIRE(f >= 16.0);
+  REQUIRE(plan.fast_path());  // one weight (1/16) per layer, 32 terms per class
   auto d_in = to_device(images, exec);
   auto const r = plan.run(exec, d_in.view());
   REQUIRE(r.categories == truth);
   REQUIRE(r.retired > 0);
   REQUIRE(r.layers_skipped > 0);
-  check_all_options(ws, -0.3f, images, exec, "official 1024 x 120", {0, 1, 16});
+  check_all_options(ws, -0.3f, images, exec, "official 1024 x 120", {0, 32, 512}, true);
 }
 
 TEST_CASE("challenge engine: generated networks, N = 1024 / 4096 / 16384", "[cuda][engine][challenge]") {
@@ -199,7 +216,7 @@ TEST_CASE("challenge engine: networks built to break each proof stay exact", "[c
       rp.push_back(static_cast<std::int32_t>(ci.size()));
     }
     auto in = make_csr<float, std::int32_t>(77, 256, rp, ci, v);
-    check_all_options(ws, -0.05f, in, exec, "random float network", {0, 1, 4});
+    check_all_options(ws, -0.05f, in, exec, "random float network", {0, 128, 512}, true);
   }
   SECTION("a NaN weight: categories as the reference's, NaNs where it has them") {
     std::vector<layer_t> ws;
@@ -233,10 +250,88 @@ TEST_CASE("challenge engine: zero images, empty rows, one layer", "[cuda][engine
   std::copy(images.row_ptr().begin(), images.row_ptr().begin() + 41, few.row_ptr().begin());
   std::copy(images.col_idx().begin(), images.col_idx().begin() + few.nnz(), few.col_idx().begin());
   std::copy(images.values().begin(), images.values().begin() + few.nnz(), few.values().begin());
-  check_all_options(ws6, -0.3f, few, exec, "24 official layers, 40 images", {0, 2});
+  check_all_options(ws6, -0.3f, few, exec, "24 official layers, 40 images", {0, 128}, true);
   // a layer that is not N x N is refused with the layer named
   std::vector<layer_t> bad;
   bad.push_back(data::official_1024_layer(0));
   bad.push_back(make_csr<float, std::int32_t>(1024, 4, std::vector<std::int32_t>(1025, 0), {}, {}));
   REQUIRE(sdnn_test::has(sdnn_test::error_text([&] { ops::challenge_engine_plan p(bad, -0.3f, exec); }), "layer 1"));
+}
+
+TEST_CASE("challenge engine: the streaming plan (layers made on demand, several at a time) equals the vector plan",
+          "[cuda][engine]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  cuda_exec exec{sg.s};
+  std::string const dir = sdnn_test::data_dir();
+  auto images = first_rows(io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200), 300);
+  auto d_in = to_device(images, exec);
+  std::vector<layer_t> ws;
+  for (int l = 0; l < 30; ++l) ws.push_back(data::official_1024_layer(l));
+  ops::challenge_engine_plan whole(ws, -0.3f, exec);
+  auto const want = whole.run(exec, d_in.view(), true);
+  for (int threads : {1, 3, 8}) {
+    INFO("threads " << threads);
+    ops::challenge_engine_plan streamed(
+        30, [](std::int32_t l) { return data::official_1024_layer(l); }, -0.3f, exec, {}, threads);
+    REQUIRE(streamed.fold_factors() == whole.fold_factors());
+    REQUIRE(streamed.fast_path() == whole.fast_path());
+    REQUIRE(streamed.connections() == whole.connections());
+    REQUIRE(streamed.structure().saturation.suffix_fixed == whole.structure().saturation.suffix_fixed);
+    auto const got = streamed.run(exec, d_in.view(), true);
+    REQUIRE(got.categories == want.categories);
+    REQUIRE(std::memcmp(got.final.data(), want.final.data(), want.final.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("challenge engine: a layer with 65535 or more distinct weights turns the earlier layers' terms wide",
+          "[cuda][engine]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  cuda_exec exec{sg.s};
+  // N = 2048, 40 inputs per output: layers 0 and 1 with two weights, layer 2 with ~82 k distinct
+  // ones (no compact index fits), layer 3 with two again.
+  std::int32_t const n = 2048;
+  auto make = [n](std::int32_t l) {
+    std::mt19937 g(static_cast<unsigned>(100 + l));
+    std::uniform_int_distribution<int> col(0, n - 1);
+    std::uniform_real_distribution<float> u(-0.05f, 0.12f);
+    std::vector<std::int32_t> rp{0}, ci;
+    std::vector<float> v;
+    for (std::int32_t i = 0; i < n; ++i) {
+      std::vector<int> cs;
+      for (int e = 0; e < 40; ++e) cs.push_back(col(g));
+      std::sort(cs.begin(), cs.end());
+      cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
+      for (int c : cs) {
+        ci.push_back(c);
+        v.push_back(l == 2 ? u(g) : (c % 2 ? 0.0625f : 0.125f));
+      }
+      rp.push_back(static_cast<std::int32_t>(ci.size()));
+    }
+    return make_csr<float, std::int32_t>(n, n, rp, ci, v);
+  };
+  std::vector<layer_t> ws;
+  for (std::int32_t l = 0; l < 4; ++l) ws.push_back(make(l));
+  std::vector<std::int32_t> rp{0}, ci;
+  std::vector<float> v;
+  for (int i = 0; i < 60; ++i) {
+    for (int c = i % 7; c < n; c += 5 + i % 11) {
+      ci.push_back(c);
+      v.push_back(1.f);
+    }
+    rp.push_back(static_cast<std::int32_t>(ci.size()));
+  }
+  auto in = make_csr<float, std::int32_t>(60, n, rp, ci, v);
+  auto const ref = reference::challenge_infer(in, ws, -0.05f, 32.f);
+  auto const cats = reference::challenge_categories(ref);
+  auto const want = dense_of(ref);
+  ops::challenge_engine_plan plan(4, make, -0.05f, exec, {}, 2);
+  REQUIRE_FALSE(plan.compact_terms());
+  REQUIRE_FALSE(plan.fast_path());
+  auto d_in = to_device(in, exec);
+  auto const r = plan.run(exec, d_in.view(), true);
+  REQUIRE(r.categories == cats);
+  REQUIRE(std::memcmp(r.final.data(), want.data(), want.size() * sizeof(float)) == 0);
+  check_all_options(ws, -0.05f, in, exec, "many distinct weights in layer 2");
 }

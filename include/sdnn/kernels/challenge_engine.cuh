@@ -1,241 +1,377 @@
-// sdnn/kernels/challenge_engine.cuh - depth-first Graph Challenge inference (issue 10): a block
-// carries R input rows through consecutive layers while they sit in shared memory, reading the
-// layers' weights from L2, and takes the next R rows from a device-side queue when none of its
-// rows is live any more. No per-layer grid-wide pass, no per-layer host round trip, no 60000 x N
-// activation matrix in global memory.
+// sdnn/kernels/challenge_engine.cuh - depth-first Graph Challenge inference (issue 10): a team
+// of T threads carries one input row through consecutive layers while its activations sit in
+// shared memory, reading the layers' weights from L2/L1, and takes the next row from a
+// device-side queue as soon as its row has died, retired or passed the last layer (per-row
+// refill: no row waits for another). No per-layer grid-wide pass, no per-layer host round trip,
+// no 60000 x N activation matrix in global memory.
 //
-// Per layer l (weights: the representatives of the layer's classes of identical output columns,
-// "folding"; a layer that does not fold has one class per column):
-//   z[u][r] = sum over the class representative's inputs k, ascending, with y[k][r] != 0, of
-//             y[k][r] * w (one float rounding for the product and one for the add: __fmul_rn /
-//             __fadd_rn, the host reference's arithmetic and terms, so every weight, not only
-//             exact ones, and even NaN or Inf weights, give the reference's bits)
-//   y[j][r] = epi_challenge(z[class(j)][r])  for every output column j
-// Rows whose output is all zero leave (dead: not a category). A row that is exactly the all-cap
-// vector on entry to layer l leaves as a category when the plan proved that layers l..L-1 map
-// all-cap to all-cap (suffix_fixed[l]). When a block has no live row left, it skips the
-// remaining layers and takes the next rows. Rows still live after the last layer are categories.
+// Class-compressed state. Per layer l the plan groups identical output neurons into D_l classes
+// (folding; a layer that does not fold has D_l = N classes, one per neuron). All members of a
+// class have the same value, so a row's state after layer l is D_l floats, not N. The plan
+// rewrites layer l + 1's input indices k into class(l, k) once, so layer l + 1 reads
+// state[class(l, k)] where the reference reads y[k]: the same values, the same terms, in the
+// same (ascending k) order.
 //
-// Shared memory: y as [N][R] (the R rows of one input neuron contiguous) and z as [D_max][R].
+//   layer 0:  z[u] = sum over the inputs k of class u's representative, ascending, with
+//             x[k] != 0, of x[k] * w      (x: the input row, scattered into a dense scratch row)
+//   layer l:  z[u] = sum over the terms (c, w) of class u, in the reference's k order, with
+//             s[c] != 0, of s[c] * w      (s: the state after layer l - 1)
+//   state[u] = epi_challenge(z[u])
+// One float rounding per product and one per add (__fmul_rn / __fadd_rn): the host reference's
+// arithmetic and terms, so every weight, not only exact ones, and even NaN or Inf weights, give
+// the reference's bits. Zero activations are skipped, as the reference sums only the stored
+// entries of Y (0 * Inf would be NaN).
+//
+// A row whose state is all zero is dead (not a category). A row whose state is exactly the cap
+// everywhere on entry to layer l leaves as a category when the plan proved that layers l..L-1
+// map all-cap to all-cap (suffix_fixed[l]). Rows alive after the last layer are categories.
+//
+// Teams: T = 32 (one warp per row, Teams warps per block, warp-level sync and votes) or T > 32
+// (one row per block, __syncthreads_or/and votes). State: two buffers of max_distinct floats
+// per team (ping-pong; one team barrier per layer separates a layer's reads from the next
+// layer's writes), in shared memory or, when they do not fit (N = 65536 without folding), in a
+// per-team slice of global scratch. The input row's dense scratch (N floats) likewise.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/core/exec.hpp"
+#include "sdnn/formats/challenge_engine_layout.hpp"
 #include "sdnn/formats/csr.hpp"
 
 namespace sdnn::kernels {
 
-// The engine's layers on the device (every array is indexed through the per-layer bases).
+// The engine's layers on the device.
 struct challenge_engine_layers {
   std::int32_t layers = 0, n = 0, max_distinct = 0;
-  std::int32_t const* distinct = nullptr;        // [L] classes D_l of layer l
-  std::int64_t const* ptr_base = nullptr;        // [L] into col_ptr: D_l + 1 entries per layer
-  std::int64_t const* nnz_base = nullptr;        // [L] into idx / val
-  std::int64_t const* map_base = nullptr;        // [L] into class_of (N entries), -1: identity
-  std::int32_t const* period = nullptr;          // [L] P > 0: class(j) = j mod P (no class_of read)
-  std::int32_t const* col_ptr = nullptr;         // per class: [start, end) relative to nnz_base[l]
-  std::int32_t const* idx = nullptr;             // input neuron k, ascending within a class
-  float const* val = nullptr;                    // weight
-  std::int32_t const* class_of = nullptr;        // output column j -> class
-  std::uint8_t const* suffix_fixed = nullptr;    // [L + 1]: layers l..L-1 map all-cap to all-cap
+  challenge_engine_layer_desc const* desc = nullptr;  // [L]
+  challenge_engine_slice const* slices = nullptr;     // per slice of 32 classes
+  void const* terms = nullptr;                        // challenge_engine_term or compact terms
+  float const* values = nullptr;                      // compact terms: each layer's distinct weights
+  std::int32_t const* last_class = nullptr;           // [N]: class of output neuron j in layer L - 1
 };
 
 // Counters the engine adds to (device, zeroed by the caller).
 struct challenge_engine_counters {
-  unsigned long long row_layers;      // sum over computed layers of the live rows in them
-  unsigned long long layers_skipped;  // per block batch: layers not run because no row was live
+  unsigned long long row_layers;      // sum over rows of the layers computed for them
+  unsigned long long layers_skipped;  // sum over rows of the layers not computed (dead or retired)
   unsigned long long retired;         // rows that left as all-cap categories
-  unsigned long long batches;         // block batches (groups of R rows)
+  unsigned long long rows;            // rows taken from the queue
 };
+
+// Where the team buffers live (chosen by the plan from the shared memory the GPU gives).
+struct challenge_engine_scratch {
+  bool state_shared = true;    // 2 x max_distinct floats per team
+  bool input_shared = true;    // N floats per team (the dense input row of layer 0)
+  float* global = nullptr;     // per team: (state_shared ? 0 : 2 * max_distinct) + (input_shared ? 0 : N)
+  std::int64_t global_per_team = 0;
+};
+
+// Teams per block for T threads per row: 4 warps (4 rows) per block for T = 32, else 1.
+inline constexpr int challenge_engine_teams(int threads_per_row) { return threads_per_row == 32 ? 4 : 1; }
 
 namespace detail {
 
-template <int R, int Threads>
-__global__ void __launch_bounds__(Threads)
-    challenge_engine_kernel(csr_view<float, std::int32_t> in, challenge_engine_layers net,
-                            basic_epilogue<float> epi, float cap, int* queue, std::int32_t* category,
-                            float* final_rows, challenge_engine_counters* counters) {
-  static_assert(Threads % R == 0, "challenge_engine: the block's threads must be a multiple of R");
+// The team's synchronisation: a warp (T == 32) or the block (T > 32, one team per block).
+template <int T>
+struct engine_team {
+  static __device__ void sync() { __syncthreads(); }
+  static __device__ bool any(bool p) { return __syncthreads_or(p) != 0; }
+  static __device__ bool all(bool p) { return __syncthreads_and(p) != 0; }
+  static __device__ int rank() { return static_cast<int>(threadIdx.x); }
+  static __device__ int id() { return 0; }
+};
+template <>
+struct engine_team<32> {
+  static __device__ void sync() { __syncwarp(); }
+  static __device__ bool any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
+  static __device__ bool all(bool p) { return __all_sync(0xffffffffu, p) != 0; }
+  static __device__ int rank() { return static_cast<int>(threadIdx.x & 31u); }
+  static __device__ int id() { return static_cast<int>(threadIdx.x >> 5); }
+};
+
+// Term decoding: input k, weight, and whether the term is padding.
+template <class Term>
+struct engine_terms;
+template <>
+struct engine_terms<challenge_engine_term> {
+  static __device__ __forceinline__ challenge_engine_term load(challenge_engine_term const* p) {
+    int2 const v = __ldg(reinterpret_cast<int2 const*>(p));
+    return {v.x, __int_as_float(v.y)};
+  }
+  static __device__ __forceinline__ challenge_engine_term empty() { return {-1, 0.f}; }
+  static __device__ __forceinline__ bool used(challenge_engine_term v) { return v.k >= 0; }
+  static __device__ __forceinline__ std::int32_t k(challenge_engine_term v) { return v.k; }
+  static __device__ __forceinline__ float w(challenge_engine_term v, float const*) { return v.w; }
+};
+template <>
+struct engine_terms<challenge_engine_compact_term> {
+  static __device__ __forceinline__ std::uint32_t load(std::uint32_t const* p) { return __ldg(p); }
+  static __device__ __forceinline__ std::uint32_t empty() { return challenge_engine_compact_empty << 16; }
+  static __device__ __forceinline__ bool used(std::uint32_t v) { return (v >> 16) != challenge_engine_compact_empty; }
+  static __device__ __forceinline__ std::int32_t k(std::uint32_t v) { return static_cast<std::int32_t>(v & 0xffffu); }
+  static __device__ __forceinline__ float w(std::uint32_t v, float const* values) { return __ldg(values + (v >> 16)); }
+};
+
+// z = the sum of class u's terms, in order, skipping zero inputs and padding; terms fetched 8
+// at a time (32 lanes x 8 consecutive rows of the slice), the next 8 in flight while these are
+// summed.
+template <class Term>
+__device__ __forceinline__ float engine_class_sum(Term const* tm, int len, float const* src, float const* values) {
+  using code = engine_terms<Term>;
+  constexpr int C = 8;
+  float acc = 0.f;
+  Term cur[C];
+#pragma unroll
+  for (int q = 0; q < C; ++q) cur[q] = q < len ? code::load(tm + 32 * q) : code::empty();
+  for (int p0 = 0; p0 < len; p0 += C) {
+    Term nxt[C];
+#pragma unroll
+    for (int q = 0; q < C; ++q) nxt[q] = p0 + C + q < len ? code::load(tm + 32 * (p0 + C + q)) : code::empty();
+    float yv[C], wv[C];
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      bool const on = code::used(cur[q]);
+      yv[q] = on ? src[code::k(cur[q])] : 0.f;
+      wv[q] = on ? code::w(cur[q], values) : 0.f;
+    }
+#pragma unroll
+    for (int q = 0; q < C; ++q)
+      if (yv[q] != 0.f) acc = __fadd_rn(acc, __fmul_rn(yv[q], wv[q]));
+#pragma unroll
+    for (int q = 0; q < C; ++q) cur[q] = nxt[q];
+  }
+  return acc;
+}
+
+// The fast path's sums for two classes at once (two independent chains; tb == nullptr: one
+// class). Every weight is w, finite: a zero input adds 0 * w = +-0 to an accumulator that is
+// never -0 (it starts at +0, and x + (-x) rounds to +0), which leaves it unchanged, so the
+// reference's skip of zero inputs needs no test. len: a multiple of 4.
+__device__ __forceinline__ void engine_uniform_sums(std::uint32_t const* ta, std::uint32_t const* tb, int len,
+                                                    float const* src, float w, float& za, float& zb) {
+  constexpr int C = 4;
+  float a = 0.f, b = 0.f;
+  std::uint32_t ca[C], cb[C];
+#pragma unroll
+  for (int q = 0; q < C; ++q) {
+    ca[q] = __ldg(ta + 32 * q);
+    cb[q] = tb ? __ldg(tb + 32 * q) : 0u;
+  }
+  for (int p0 = 0; p0 < len; p0 += C) {
+    std::uint32_t na[C], nb[C];
+    bool const more = p0 + C < len;
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      na[q] = more ? __ldg(ta + 32 * (p0 + C + q)) : 0u;
+      nb[q] = more && tb ? __ldg(tb + 32 * (p0 + C + q)) : 0u;
+    }
+    float ya[C], yb[C];
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      ya[q] = src[ca[q]];
+      yb[q] = src[cb[q]];
+    }
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      a = __fadd_rn(a, __fmul_rn(ya[q], w));
+      b = __fadd_rn(b, __fmul_rn(yb[q], w));
+    }
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      ca[q] = na[q];
+      cb[q] = nb[q];
+    }
+  }
+  za = a;
+  zb = b;
+}
+
+template <int T, int Teams, class Term>
+__global__ void __launch_bounds__(T * Teams)
+    challenge_engine_kernel(csr_view<float, std::int32_t> in, challenge_engine_layers net, basic_epilogue<float> epi,
+                            float cap, int* queue, std::uint32_t* category, float* final_rows,
+                            challenge_engine_scratch scratch, challenge_engine_counters* counters) {
+  static_assert(T == 32 || Teams == 1, "challenge_engine: teams larger than a warp take the whole block");
+  using team = engine_team<T>;
   extern __shared__ float smem[];
-  std::int32_t const n = net.n;
-  float* y = smem;                                      // [n][R]
-  float* z = smem + static_cast<std::size_t>(n) * R;    // [max_distinct][R]
-  __shared__ int s_base;
-  __shared__ unsigned s_live, s_allcap;
-  __shared__ int s_nz[R], s_ac[R];
-  int const t = threadIdx.x;
-  int const my_r = t % R;  // the row of every item this thread handles (Threads % R == 0)
-  unsigned long long row_layers = 0, skipped = 0, retired = 0, batches = 0;
+  __shared__ int s_row[Teams];
+  std::int32_t const n = net.n, dmax = net.max_distinct;
+  int const t = team::rank(), tid = team::id();
+  // This team's buffers.
+  std::size_t const per_team_shared =
+      (scratch.state_shared ? 2 * static_cast<std::size_t>(dmax) : 0) + (scratch.input_shared ? static_cast<std::size_t>(n) : 0);
+  float* sh = smem + per_team_shared * static_cast<std::size_t>(tid);
+  float* gl = scratch.global ? scratch.global + scratch.global_per_team *
+                                                    (static_cast<std::int64_t>(blockIdx.x) * Teams + tid)
+                             : nullptr;
+  float* st0;
+  float* xin;
+  if (scratch.state_shared) {
+    st0 = sh;
+    sh += 2 * static_cast<std::size_t>(dmax);
+  } else {
+    st0 = gl;
+    gl += 2 * static_cast<std::int64_t>(dmax);
+  }
+  xin = scratch.input_shared ? sh : gl;
+  float* const st1 = st0 + dmax;
+  std::int32_t const L = net.layers;
+  unsigned long long row_layers = 0, skipped = 0, retired = 0, rows = 0;
+  for (std::int64_t i = t; i < n; i += T) xin[i] = 0.f;
+  team::sync();
 
   for (;;) {
-    if (t == 0) s_base = atomicAdd(queue, R);
-    __syncthreads();
-    int const base = s_base;
-    if (base >= in.rows) break;
-    ++batches;
-    // Rows base .. base + R - 1 into shared memory (zero elsewhere), from the input CSR.
-    for (std::int64_t i = t; i < static_cast<std::int64_t>(n) * R; i += Threads) y[i] = 0.f;
-    __syncthreads();
-    for (int r = 0; r < R; ++r) {
-      int const row = base + r;
-      if (row >= in.rows) break;
-      for (std::int32_t p = in.row_ptr[row] + t; p < in.row_ptr[row + 1]; p += Threads)
-        y[static_cast<std::size_t>(in.col_idx[p]) * R + r] = in.values[p];
-    }
-    if (t == 0) {
-      unsigned live = 0;
-      for (int r = 0; r < R; ++r) {
-        int const row = base + r;
-        if (row < in.rows && in.row_ptr[row + 1] > in.row_ptr[row]) live |= 1u << r;
-      }
-      s_live = live;
-      s_allcap = 0;  // the inputs are not taken for all-cap rows: retirement starts after layer 1
-    }
-    __syncthreads();
+    if (t == 0) s_row[tid] = atomicAdd(queue, 1);
+    team::sync();
+    int const row = s_row[tid];
+    if (row >= in.rows) break;
+    ++rows;
+    std::int32_t const p_begin = in.row_ptr[row], p_end = in.row_ptr[row + 1];
+    for (std::int32_t p = p_begin + t; p < p_end; p += T) xin[in.col_idx[p]] = in.values[p];
+    team::sync();
+    // Layer by layer; src: layer 0 the input row, then the previous layer's state.
+    float const* src = xin;
+    float* dst = st0;
+    bool alive = p_end > p_begin;  // an empty input row gives an all-zero layer 0: dead
+    bool allcap = false;           // the inputs are not taken as all-cap: retirement starts after layer 0
+    bool left_retired = false;
     std::int32_t l = 0;
-    for (; l < net.layers; ++l) {
-      if (t == 0) {
-        if (net.suffix_fixed[l] && (s_live & s_allcap)) {
-          unsigned const go = s_live & s_allcap;
-          retired += __popc(go);
-          for (int r = 0; r < R; ++r)
-            if (go >> r & 1u) category[base + r] = 1;
-          s_live &= ~go;
-        }
-        for (int r = 0; r < R; ++r) {
-          s_nz[r] = 0;
-          s_ac[r] = 1;
-        }
+    for (; alive && l < L; ++l) {
+      challenge_engine_layer_desc const dsc = net.desc[l];
+      if (allcap && (dsc.distinct & challenge_engine_suffix_bit)) {
+        left_retired = true;
+        break;
       }
-      __syncthreads();
-      unsigned const live = s_live;
-      if (live == 0) break;
-      if (t == 0) row_layers += __popc(live);
-      bool const mine = live >> my_r & 1u;
-      // z[u][r] for every class u of this layer.
-      std::int32_t const d = net.distinct[l];
-      std::int32_t const* cp = net.col_ptr + net.ptr_base[l];
-      std::int32_t const* ix = net.idx + net.nnz_base[l];
-      float const* vl = net.val + net.nnz_base[l];
-      if (mine)
-        for (std::int32_t i = t; i < d * R; i += Threads) {
-          std::int32_t const u = i / R;
-          std::int32_t const end = cp[u + 1];
-          float acc = 0.f;
-          // Eight (input, weight) pairs in flight at a time: the loads are independent, the sum
-          // stays in ascending k (the reference's order).
-          for (std::int32_t p0 = cp[u]; p0 < end; p0 += 8) {
-            std::int32_t k[8];
-            float w[8];
-#pragma unroll
-            for (int q = 0; q < 8; ++q) {
-              k[q] = p0 + q < end ? ix[p0 + q] : 0;
-              w[q] = p0 + q < end ? vl[p0 + q] : 0.f;
-            }
-#pragma unroll
-            for (int q = 0; q < 8; ++q) {
-              // Zero activations are skipped, as the reference skips them (it sums over the
-              // stored entries of Y): with a NaN or Inf weight, 0 * w is NaN, not 0.
-              float const yv = y[static_cast<std::size_t>(k[q]) * R + my_r];
-              if (p0 + q < end && yv != 0.f) acc = __fadd_rn(acc, __fmul_rn(yv, w[q]));
-            }
+      std::int32_t const d = dsc.distinct & ~challenge_engine_suffix_bit;
+      bool nz = false, ac = true;
+      if constexpr (std::is_same_v<Term, challenge_engine_uniform_term>) {
+        // Class u's term p at (u / 32) * 32 * len + 32 p + u % 32; this thread's classes in pairs.
+        auto const* tu = static_cast<std::uint32_t const*>(net.terms) + dsc.term_base;
+        int const len = dsc.length;
+        for (std::int32_t u = t; u < d; u += 2 * T) {
+          std::int32_t const v = u + T;
+          std::uint32_t const* ta = tu + static_cast<std::int64_t>(u >> 5) * 32 * len + (u & 31);
+          std::uint32_t const* tb = v < d ? tu + static_cast<std::int64_t>(v >> 5) * 32 * len + (v & 31) : nullptr;
+          float za, zb;
+          engine_uniform_sums(ta, tb, len, src, dsc.weight, za, zb);
+          float const oa = epi(za, u);
+          dst[u] = oa;
+          nz |= oa != 0.f;
+          ac &= oa == cap;
+          if (tb) {
+            float const ob = epi(zb, v);
+            dst[v] = ob;
+            nz |= ob != 0.f;
+            ac &= ob == cap;
           }
-          z[i] = acc;
         }
-      __syncthreads();
-      // y[j][r] = epi(z[class(j)][r]); per-row flags: any nonzero, all equal to the cap.
-      std::int64_t const mb = net.map_base[l];
-      std::int32_t const per = net.period[l];
-      std::int32_t const* cls = mb >= 0 && per <= 0 ? net.class_of + mb : nullptr;
-      bool const pow2 = per > 0 && (per & (per - 1)) == 0;
-      if (mine) {
-        bool nz = false, ac = true;
-#pragma unroll 4
-        for (std::int32_t i = t; i < n * R; i += Threads) {
-          std::int32_t const j = i / R;
-          std::int32_t const u = cls ? cls[j] : per > 0 ? (pow2 ? j & (per - 1) : j % per) : j;
-          float const o = epi(z[static_cast<std::size_t>(u) * R + my_r], j);
-          y[i] = o;
+      } else {
+        challenge_engine_slice const* sl = net.slices + dsc.slice_base;
+        Term const* tm = static_cast<Term const*>(net.terms) + dsc.term_base;
+        float const* vals = net.values + dsc.value_base;
+        for (std::int32_t u = t; u < d; u += T) {
+          challenge_engine_slice const slice = sl[u >> 5];
+          float const o = epi(engine_class_sum(tm + slice.offset + (u & 31), slice.length, src, vals), u);
+          dst[u] = o;
           nz |= o != 0.f;
           ac &= o == cap;
         }
-        if (nz) atomicOr(&s_nz[my_r], 1);
-        if (!ac) atomicAnd(&s_ac[my_r], 0);
       }
-      __syncthreads();
-      if (t == 0) {
-        unsigned nzm = 0, acm = 0;
-        for (int r = 0; r < R; ++r) {
-          if (s_nz[r]) nzm |= 1u << r;
-          if (s_ac[r]) acm |= 1u << r;
-        }
-        s_live = live & nzm;  // all-zero rows are dead (the epilogue keeps them zero)
-        s_allcap = acm & s_live;
+      // One vote per flag; the votes are the team barrier between this layer's reads of src
+      // and the next layer's writes to it.
+      alive = team::any(nz);
+      allcap = team::all(ac);
+      if (l == 0) {
+        // The input row's scratch back to zero for the next row (all reads of it are done).
+        for (std::int32_t p = p_begin + t; p < p_end; p += T) xin[in.col_idx[p]] = 0.f;
       }
-      __syncthreads();
+      src = dst;
+      dst = dst == st0 ? st1 : st0;
     }
-    if (t == 0) skipped += static_cast<unsigned long long>(net.layers - l);
-    __syncthreads();
-    unsigned const survivors = s_live;
-    if (t == 0)
-      for (int r = 0; r < R; ++r)
-        if (survivors >> r & 1u) category[base + r] = 1;
-    if (final_rows) {
-      // Survivors: their activations; retired rows: the cap (they are all-cap to the end);
-      // dead rows stay as the caller zeroed them.
-      for (std::int64_t i = t; i < static_cast<std::int64_t>(n) * R; i += Threads) {
-        int const r = static_cast<int>(i % R);
-        std::int64_t const j = i / R;
-        int const row = base + r;
-        if (row >= in.rows) continue;
-        float* dst = final_rows + static_cast<std::int64_t>(row) * n + j;
-        if (survivors >> r & 1u)
-          *dst = y[i];
-        else if (category[row])
-          *dst = cap;
-      }
+    if (l == 0)  // no layer ran (an empty input row, or no layers): nothing else cleared xin
+      for (std::int32_t p = p_begin + t; p < p_end; p += T) xin[in.col_idx[p]] = 0.f;
+    // l: the layers computed for this row (a dead row's last, all-zero, layer included).
+    row_layers += static_cast<unsigned long long>(l);
+    skipped += static_cast<unsigned long long>(L - l);
+    bool const category_row = left_retired || (alive && L > 0);
+    if (t == 0) {
+      if (category_row) atomicOr(category + (row >> 5), 1u << (row & 31));
+      if (left_retired) ++retired;
     }
-    __syncthreads();
+    if (final_rows && category_row) {
+      float* dst_row = final_rows + static_cast<std::int64_t>(row) * n;
+      if (left_retired)
+        for (std::int32_t j = t; j < n; j += T) dst_row[j] = cap;
+      else
+        for (std::int32_t j = t; j < n; j += T) dst_row[j] = src[net.last_class[j]];
+    }
+    team::sync();  // xin cleared and src read before the next row writes them
   }
   if (t == 0) {
     atomicAdd(&counters->row_layers, row_layers);
     atomicAdd(&counters->layers_skipped, skipped);
     atomicAdd(&counters->retired, retired);
-    atomicAdd(&counters->batches, batches);
+    atomicAdd(&counters->rows, rows);
   }
 }
 
 }  // namespace detail
 
-// Shared memory bytes of one block of the engine with R rows.
-inline std::size_t challenge_engine_smem(int rows_per_block, std::int32_t n, std::int32_t max_distinct) {
-  return static_cast<std::size_t>(rows_per_block) * (static_cast<std::size_t>(n) + max_distinct) * sizeof(float);
+// Threads per row the engine uses for at most max_distinct classes per layer: a warp up to 256
+// classes, 128 threads up to 1024, else 512 (about 8 classes per thread; the kernels are
+// instantiated for these three).
+inline int challenge_engine_threads_for(std::int32_t max_distinct) {
+  return max_distinct <= 256 ? 32 : max_distinct <= 1024 ? 128 : 512;
 }
 
-// Runs the engine over every row of `in` (device CSR, N columns). category[row] (device, zeroed
-// by the caller) becomes 1 for the categories; final_rows (device, rows x N, zeroed, optional)
-// gets the final activations. queue (device int, zeroed) and counters (zeroed) are scratch.
-template <int R, int Threads = 256>
+// Shared memory bytes per team.
+inline std::size_t challenge_engine_team_smem(std::int32_t n, std::int32_t max_distinct, bool state_shared,
+                                              bool input_shared) {
+  return ((state_shared ? 2 * static_cast<std::size_t>(max_distinct) : 0) +
+          (input_shared ? static_cast<std::size_t>(n) : 0)) *
+         sizeof(float);
+}
+
+// Runs the engine over every row of `in` (device CSR, N columns). Bit row % 32 of category[row /
+// 32] (device, zeroed by the caller) is set for the categories; final_rows (device, rows x N, zeroed, optional)
+// gets the final activations. queue (device int, zeroed) and counters (zeroed) are scratch;
+// scratch.global must hold grid_teams x global_per_team floats (challenge_engine_grid_teams).
+template <int T, class Term>
 void challenge_engine(csr_view<float, std::int32_t> in, challenge_engine_layers const& net, basic_epilogue<float> epi,
-                      float cap, int* queue, std::int32_t* category, float* final_rows,
-                      challenge_engine_counters* counters, cuda_exec exec) {
-  if (in.rows == 0 || net.layers < 0) return;
-  auto kernel = detail::challenge_engine_kernel<R, Threads>;
-  std::size_t const smem = challenge_engine_smem(R, net.n, net.max_distinct);
+                      float cap, int* queue, std::uint32_t* category, float* final_rows,
+                      challenge_engine_scratch scratch, std::int64_t grid_blocks, challenge_engine_counters* counters,
+                      cuda_exec exec) {
+  if (in.rows == 0 || net.layers < 0 || grid_blocks <= 0) return;
+  constexpr int Teams = challenge_engine_teams(T);
+  auto kernel = detail::challenge_engine_kernel<T, Teams, Term>;
+  std::size_t const smem =
+      challenge_engine_team_smem(net.n, net.max_distinct, scratch.state_shared, scratch.input_shared) * Teams;
+  SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  kernel<<<static_cast<unsigned>(grid_blocks), T * Teams, smem, exec.stream>>>(in, net, epi, cap, queue, category,
+                                                                              final_rows, scratch, counters);
+  SDNN_CUDA_CHECK_LAUNCH();
+}
+
+// Blocks of the persistent grid: as many as fit on the GPU at once, at most one team per row.
+template <int T, class Term>
+std::int64_t challenge_engine_grid(std::int64_t rows, std::int32_t n, std::int32_t max_distinct,
+                                   challenge_engine_scratch const& scratch) {
+  constexpr int Teams = challenge_engine_teams(T);
+  auto kernel = detail::challenge_engine_kernel<T, Teams, Term>;
+  std::size_t const smem = challenge_engine_team_smem(n, max_distinct, scratch.state_shared, scratch.input_shared) * Teams;
   SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   int per_sm = 0;
-  SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Threads, smem));
+  SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, T * Teams, smem));
   SDNN_EXPECTS(per_sm > 0, "challenge_engine: ", smem, " bytes of shared memory per block do not fit this GPU");
-  std::int64_t const batches = (static_cast<std::int64_t>(in.rows) + R - 1) / R;
-  std::int64_t const grid = std::min<std::int64_t>(batches, static_cast<std::int64_t>(sdnn::detail::sm_count()) * per_sm);
-  kernel<<<static_cast<unsigned>(grid), Threads, smem, exec.stream>>>(in, net, epi, cap, queue, category, final_rows,
-                                                                      counters);
-  SDNN_CUDA_CHECK_LAUNCH();
+  std::int64_t const want = (rows + Teams - 1) / Teams;
+  return std::min<std::int64_t>(std::max<std::int64_t>(want, 1),
+                                static_cast<std::int64_t>(sdnn::detail::sm_count()) * per_sm);
 }
 
 }  // namespace sdnn::kernels

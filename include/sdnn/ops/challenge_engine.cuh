@@ -10,8 +10,16 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <limits>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sdnn/core/cuda.cuh"
@@ -21,6 +29,7 @@
 #include "sdnn/formats/convert.hpp"
 #include "sdnn/kernels/challenge_engine.cuh"
 #include "sdnn/ops/challenge_engine.hpp"
+#include "sdnn/ops/challenge_engine_layout.hpp"
 
 namespace sdnn::ops {
 
@@ -32,113 +41,108 @@ class challenge_engine_plan {
                         challenge_engine_options opt = {})
       : opt_(opt), bias_(bias), runs_(exec) {
     SDNN_EXPECTS(!layers.empty(), "challenge engine: needs at least one layer");
-    n_ = layers.front().rows();
-    for (std::size_t l = 0; l < layers.size(); ++l)
-      SDNN_EXPECTS_DIMS(layers[l].rows() == n_ && layers[l].cols() == n_, "challenge engine: layer ", l, " is ",
-                        layers[l].rows(), " x ", layers[l].cols(), ", expected ", n_, " x ", n_);
-    report_ = challenge::analyze_structure(layers, bias, opt.cap, opt.structure);
-    std::int32_t const L = static_cast<std::int32_t>(layers.size());
-    // Host arrays of the device layout (kernels::challenge_engine_layers).
-    std::vector<std::int32_t> distinct(L), col_ptr, idx, class_of, period(L, 0);
-    std::vector<std::int64_t> ptr_base(L), nnz_base(L), map_base(L);
-    std::vector<float> val;
-    std::vector<std::uint8_t> suffix(static_cast<std::size_t>(L) + 1, 0);
-    for (std::int32_t l = 0; l <= L; ++l) suffix[l] = report_.may_retire_on_entry(l) ? 1 : 0;
-    suffix[L] = 0;  // after the last layer the survivors are categories anyway
-    folds_.assign(L, 1.0);
-    for (std::int32_t l = 0; l < L; ++l) {
-      auto const wt = transpose(layers[l]);  // W^T: row j = the inputs of output j, k ascending
-      bool const fold = opt.structure.folding && report_.folding.size() == layers.size() &&
-                        report_.folding[l].distinct < n_;
-      std::vector<std::int32_t> reps;
-      if (fold) {
-        auto const& rep = report_.folding[l].representative;
-        std::vector<std::int32_t> index_of(n_, -1);
-        for (std::int32_t j = 0; j < n_; ++j)
-          if (rep[j] == j) {
-            index_of[j] = static_cast<std::int32_t>(reps.size());
-            reps.push_back(j);
-          }
-        map_base[l] = static_cast<std::int64_t>(class_of.size());
-        for (std::int32_t j = 0; j < n_; ++j) class_of.push_back(index_of[rep[j]]);
-        // A periodic fold (class(j) = j mod P, classes in order 0..P-1) needs no map read.
-        std::int32_t const P = report_.folding[l].period;
-        bool periodic = P > 0 && static_cast<std::int32_t>(reps.size()) == P;
-        for (std::int32_t j = 0; periodic && j < n_; ++j) periodic = class_of[map_base[l] + j] == j % P;
-        if (periodic) period[l] = P;
-        folds_[l] = static_cast<double>(n_) / static_cast<double>(reps.size());
-      } else {
-        reps.resize(n_);
-        for (std::int32_t j = 0; j < n_; ++j) reps[j] = j;
-        map_base[l] = -1;
-      }
-      distinct[l] = static_cast<std::int32_t>(reps.size());
-      max_distinct_ = std::max<std::int32_t>(max_distinct_, distinct[l]);
-      ptr_base[l] = static_cast<std::int64_t>(col_ptr.size());
-      nnz_base[l] = static_cast<std::int64_t>(idx.size());
-      std::int32_t off = 0;
-      col_ptr.push_back(0);
-      for (std::int32_t j : reps) {
-        for (std::int32_t p = wt.row_ptr()[j]; p < wt.row_ptr()[j + 1]; ++p) {
-          idx.push_back(wt.col_idx()[p]);
-          val.push_back(wt.values()[p]);
-        }
-        off += wt.row_ptr()[j + 1] - wt.row_ptr()[j];
-        col_ptr.push_back(off);
-      }
-    }
-    int dev = 0, optin = 0;
+    upload(build_challenge_engine_layout(
+               static_cast<std::int32_t>(layers.size()),
+               [&](std::int32_t l) { return prepare_engine_layer(layers[l], l, bias_, opt_); }, opt_),
+           exec);
+  }
+
+  // The streaming form, for networks too large to hold on the host at once (65536 x 1920 is
+  // about 32 GB of CSR): make(l) returns layer l (N x N host CSR) and is called once per layer,
+  // from `threads` threads at a time (layers l .. l + threads - 1 together, so make must be
+  // safe to call concurrently when threads > 1); each layer is dropped once its classes are
+  // built. Same proofs, layout and results as the vector form.
+  using layer_source = std::function<csr_matrix<float, std::int32_t>(std::int32_t)>;
+  challenge_engine_plan(std::int32_t layers, layer_source const& make, float bias, cuda_exec exec,
+                        challenge_engine_options opt = {}, int threads = 1)
+      : opt_(opt), bias_(bias), runs_(exec) {
+    upload(build_challenge_engine_layout(
+               layers, [&](std::int32_t l) { return prepare_engine_layer(make(l), l, bias_, opt_); }, opt_, threads),
+           exec);
+  }
+
+ private:
+  // Takes the layout's host arrays and metadata, chooses threads per row and where the team
+  // buffers live, and uploads (synchronising exec.stream once, at the end).
+  void upload(challenge_engine_layout lay, cuda_exec exec) {
+    n_ = lay.n;
+    connections_ = lay.connections;
+    max_distinct_ = lay.max_distinct;
+    compact_ = lay.compact;
+    uniform_ = lay.uniform;
+    folds_ = std::move(lay.folds);
+    report_ = std::move(lay.report);
+    std::int32_t const L = lay.layers();
+    int dev = 0, optin = 0, per_sm_smem = 0;
     SDNN_CUDA_CHECK(cudaGetDevice(&dev));
     SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm_smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
     std::size_t const limit = optin > 0 ? static_cast<std::size_t>(optin) - 1024 : challenge_engine_default_smem;
-    auto const st = challenge_engine_can_implement(n_, L, max_distinct_, limit);
+    auto const st = challenge_engine_can_implement(n_, L, max_distinct_);
     if (!st) SDNN_FAIL(st.why());
-    rows_per_block_ = opt.rows_per_block;
-    if (rows_per_block_ == 0) {
-      rows_per_block_ = 1;
-      // 8 rows at most by default: on an H100 at 1024 x 120 (benchmarks/results/challenge_ablation_*),
-      // 16 rows per block took 2.37 ms against 1.71 ms with 8 (a batch lasts until its last
-      // row dies or retires, so more rows make longer batches).
-      for (int r : {8, 4, 2})
-        if (challenge_engine_smem_bytes(r, n_, max_distinct_) <= limit / 3 || (r <= 2 &&
-            challenge_engine_smem_bytes(r, n_, max_distinct_) <= limit)) {
-          rows_per_block_ = r;
-          break;
-        }
-    }
-    SDNN_EXPECTS(rows_per_block_ == 1 || rows_per_block_ == 2 || rows_per_block_ == 4 || rows_per_block_ == 8 ||
-                     rows_per_block_ == 16,
-                 "challenge engine: rows_per_block must be 1, 2, 4, 8 or 16, got ", rows_per_block_);
-    SDNN_EXPECTS(challenge_engine_smem_bytes(rows_per_block_, n_, max_distinct_) <= limit, "challenge engine: ",
-                 rows_per_block_, " rows per block need ", challenge_engine_smem_bytes(rows_per_block_, n_, max_distinct_),
-                 " bytes of shared memory, the GPU gives ", limit);
-    for (auto const& w : layers) connections_ += w.nnz();
-    d_distinct_ = to_device(distinct.data(), distinct.size(), exec);
-    d_ptr_base_ = to_device(ptr_base.data(), ptr_base.size(), exec);
-    d_nnz_base_ = to_device(nnz_base.data(), nnz_base.size(), exec);
-    d_map_base_ = to_device(map_base.data(), map_base.size(), exec);
-    d_col_ptr_ = to_device(col_ptr.data(), col_ptr.size(), exec);
-    d_idx_ = to_device(idx.data(), idx.size(), exec);
-    d_val_ = to_device(val.data(), val.size(), exec);
-    d_class_of_ = to_device(class_of.data(), class_of.size(), exec);
-    d_period_ = to_device(period.data(), period.size(), exec);
-    d_suffix_ = to_device(suffix.data(), suffix.size(), exec);
+    threads_ = opt_.threads_per_row ? opt_.threads_per_row : kernels::challenge_engine_threads_for(max_distinct_);
+    SDNN_EXPECTS(threads_ == 32 || threads_ == 128 || threads_ == 512,
+                 "challenge engine: threads_per_row must be 32, 128 or 512, got ", threads_);
+    // Where the team buffers go: shared memory when a block's share still lets half of the
+    // SM's threads run (else the input row's scratch, then the state, move to global memory).
+    int const teams = kernels::challenge_engine_teams(threads_);
+    std::size_t const blocks_wanted = std::max<std::size_t>(1, 2048 / static_cast<std::size_t>(threads_ * teams) / 2);
+    auto fits = [&](bool state_sh, bool input_sh) {
+      std::size_t const b = kernels::challenge_engine_team_smem(static_cast<std::int32_t>(n_), max_distinct_, state_sh,
+                                                                input_sh) * static_cast<std::size_t>(teams);
+      return b <= limit && b * blocks_wanted <= static_cast<std::size_t>(per_sm_smem > 0 ? per_sm_smem : limit);
+    };
+    bool const force_global = opt_.scratch == challenge_engine_scratch_place::global;
+    scratch_.state_shared = !force_global && (fits(true, false) || opt_.scratch == challenge_engine_scratch_place::shared);
+    scratch_.input_shared = scratch_.state_shared && !force_global && fits(true, true);
+    SDNN_EXPECTS(kernels::challenge_engine_team_smem(static_cast<std::int32_t>(n_), max_distinct_, scratch_.state_shared,
+                                                     scratch_.input_shared) * static_cast<std::size_t>(teams) <= limit,
+                 "challenge engine: ", threads_, " threads per row need more shared memory than the GPU gives");
+    scratch_.global_per_team = (scratch_.state_shared ? 0 : 2 * static_cast<std::int64_t>(max_distinct_)) +
+                               (scratch_.input_shared ? 0 : n_);
+    d_desc_ = to_device(lay.desc.data(), lay.desc.size(), exec);
+    d_slices_ = to_device(lay.slices.data(), lay.slices.size(), exec);
+    if (compact_)
+      d_compact_ = to_device(lay.compact_terms.data(), lay.compact_terms.size(), exec);
+    else
+      d_wide_ = to_device(lay.wide.data(), lay.wide.size(), exec);
+    if (!lay.values.empty()) d_values_ = to_device(lay.values.data(), lay.values.size(), exec);
+    d_last_class_ = to_device(lay.last_class.data(), lay.last_class.size(), exec);
     d_queue_ = buffer<int, device_space>(1, exec);
     d_counters_ = buffer<kernels::challenge_engine_counters, device_space>(1, exec);
+    grid_ = dispatch([&](auto tag, auto term) {
+      return kernels::challenge_engine_grid<decltype(tag)::value, decltype(term)>(
+          std::numeric_limits<std::int32_t>::max(), static_cast<std::int32_t>(n_), max_distinct_, scratch_);
+    });
+    if (scratch_.global_per_team > 0)
+      d_scratch_ = buffer<float, device_space>(
+          static_cast<std::size_t>(grid_ * teams * scratch_.global_per_team), exec);
+    if (!scratch_.input_shared)  // the kernel keeps the input scratch zero between rows
+      SDNN_CUDA_CHECK(cudaMemsetAsync(d_scratch_.data(), 0, d_scratch_.size() * sizeof(float), exec.stream));
+    scratch_.global = d_scratch_.data();
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // uploads from pageable memory done
   }
 
+ public:
   std::int64_t neurons() const noexcept { return n_; }
   std::int64_t depth() const noexcept { return static_cast<std::int64_t>(folds_.size()); }
   std::int64_t connections() const noexcept { return connections_; }
-  int rows_per_block() const noexcept { return rows_per_block_; }
+  // Threads that carry one row (a warp, or a block for layers of more than 256 classes), and
+  // whether the team's state and input row sit in shared memory.
+  int threads_per_row() const noexcept { return threads_; }
+  bool state_in_shared_memory() const noexcept { return scratch_.state_shared; }
+  bool input_in_shared_memory() const noexcept { return scratch_.input_shared; }
+  // Terms: 4-byte compact ones or 8-byte (input, weight); the fast path (every layer with one
+  // finite weight and classes of one length, a multiple of 4).
+  bool compact_terms() const noexcept { return compact_; }
+  bool fast_path() const noexcept { return uniform_; }
   // The proofs as made at plan time, and the fold factor used per layer (1: not folded).
   challenge::structure_report const& structure() const noexcept { return report_; }
   std::vector<double> const& fold_factors() const noexcept { return folds_; }
   std::string summary() const { return report_.summary(); }
 
   // Categories of the device CSR inputs (rows x N). Synchronises exec.stream (reads the
-  // categories back). Allocates the per-row category flags (and the final activations when
+  // categories back). Allocates the category bits (one per row) (and the final activations when
   // asked) for this call: rows is a run-time quantity of the inputs.
   challenge_engine_result run(cuda_exec exec, csr_view<float, std::int32_t> inputs, bool keep_final = false) const {
     SDNN_EXPECTS_DIMS(inputs.cols == n_, "challenge engine: inputs have ", inputs.cols, " columns, the network ", n_,
@@ -146,9 +150,11 @@ class challenge_engine_plan {
     runs_.note(exec);
     challenge_engine_result res;
     std::int64_t const rows = inputs.rows;
-    buffer<std::int32_t, device_space> cat(static_cast<std::size_t>(std::max<std::int64_t>(rows, 1)), exec);
+    // One bit per row (a 60000-row run copies 7.5 KB back, not 240 KB).
+    std::size_t const words = static_cast<std::size_t>(std::max<std::int64_t>((rows + 31) / 32, 1));
+    buffer<std::uint32_t, device_space> cat(words, exec);
     buffer<float, device_space> fin;
-    SDNN_CUDA_CHECK(cudaMemsetAsync(cat.data(), 0, cat.size() * sizeof(std::int32_t), exec.stream));
+    SDNN_CUDA_CHECK(cudaMemsetAsync(cat.data(), 0, cat.size() * sizeof(std::uint32_t), exec.stream));
     if (keep_final) {
       fin = buffer<float, device_space>(static_cast<std::size_t>(rows * n_), exec);
       SDNN_CUDA_CHECK(cudaMemsetAsync(fin.data(), 0, fin.size() * sizeof(float), exec.stream));
@@ -161,17 +167,17 @@ class challenge_engine_plan {
     kernels::challenge_engine_layers const net = layers_view();
     auto const epi = epilogue_challenge<float>(bias_, opt_.cap);
     float* fp = keep_final ? fin.data() : nullptr;
-    switch (rows_per_block_) {
-      case 1: kernels::challenge_engine<1>(inputs, net, epi, opt_.cap, queue, cat.data(), fp, counters, exec); break;
-      case 2: kernels::challenge_engine<2>(inputs, net, epi, opt_.cap, queue, cat.data(), fp, counters, exec); break;
-      case 4: kernels::challenge_engine<4>(inputs, net, epi, opt_.cap, queue, cat.data(), fp, counters, exec); break;
-      case 8: kernels::challenge_engine<8>(inputs, net, epi, opt_.cap, queue, cat.data(), fp, counters, exec); break;
-      default: kernels::challenge_engine<16>(inputs, net, epi, opt_.cap, queue, cat.data(), fp, counters, exec); break;
-    }
-    std::vector<std::int32_t> flags(static_cast<std::size_t>(rows));
+    std::int64_t const teams = kernels::challenge_engine_teams(threads_);
+    std::int64_t const blocks = std::min<std::int64_t>(grid_, (rows + teams - 1) / teams);
+    dispatch([&](auto tag, auto term) {
+      kernels::challenge_engine<decltype(tag)::value, decltype(term)>(inputs, net, epi, opt_.cap, queue, cat.data(), fp, scratch_,
+                                                      blocks, counters, exec);
+      return 0;
+    });
+    std::vector<std::uint32_t> flags(words);
     kernels::challenge_engine_counters c{};
     if (rows)
-      SDNN_CUDA_CHECK(cudaMemcpyAsync(flags.data(), cat.data(), flags.size() * sizeof(std::int32_t),
+      SDNN_CUDA_CHECK(cudaMemcpyAsync(flags.data(), cat.data(), flags.size() * sizeof(std::uint32_t),
                                       cudaMemcpyDeviceToHost, exec.stream));
     SDNN_CUDA_CHECK(cudaMemcpyAsync(&c, counters, sizeof c, cudaMemcpyDeviceToHost, exec.stream));
     if (keep_final) {
@@ -182,30 +188,40 @@ class challenge_engine_plan {
     }
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
     for (std::int64_t i = 0; i < rows; ++i)
-      if (flags[static_cast<std::size_t>(i)]) res.categories.push_back(static_cast<std::int32_t>(i + 1));
+      if (flags[static_cast<std::size_t>(i >> 5)] >> (i & 31) & 1u) res.categories.push_back(static_cast<std::int32_t>(i + 1));
     res.row_layers = static_cast<std::int64_t>(c.row_layers);
     res.layers_skipped = static_cast<std::int64_t>(c.layers_skipped);
     res.retired = static_cast<std::int64_t>(c.retired);
-    res.batches = static_cast<std::int64_t>(c.batches);
+    res.rows = static_cast<std::int64_t>(c.rows);
     return res;
   }
 
  private:
+  // Calls f(std::integral_constant<int, T>{}, Term{}) for the plan's threads per row and terms.
+  template <class F>
+  std::int64_t dispatch(F&& f) const {
+    auto with = [&](auto tag) -> std::int64_t {
+      if (uniform_) return f(tag, challenge_engine_uniform_term{});
+      if (compact_) return f(tag, challenge_engine_compact_term{});
+      return f(tag, challenge_engine_term{});
+    };
+    switch (threads_) {
+      case 32: return with(std::integral_constant<int, 32>{});
+      case 128: return with(std::integral_constant<int, 128>{});
+      default: return with(std::integral_constant<int, 512>{});
+    }
+  }
+
   kernels::challenge_engine_layers layers_view() const {
     kernels::challenge_engine_layers v;
     v.layers = static_cast<std::int32_t>(folds_.size());
     v.n = static_cast<std::int32_t>(n_);
     v.max_distinct = max_distinct_;
-    v.distinct = d_distinct_.data();
-    v.ptr_base = d_ptr_base_.data();
-    v.nnz_base = d_nnz_base_.data();
-    v.map_base = d_map_base_.data();
-    v.col_ptr = d_col_ptr_.data();
-    v.idx = d_idx_.data();
-    v.val = d_val_.data();
-    v.class_of = d_class_of_.data();
-    v.period = d_period_.data();
-    v.suffix_fixed = d_suffix_.data();
+    v.desc = d_desc_.data();
+    v.slices = d_slices_.data();
+    v.terms = compact_ ? static_cast<void const*>(d_compact_.data()) : static_cast<void const*>(d_wide_.data());
+    v.values = d_values_.data();
+    v.last_class = d_last_class_.data();
     return v;
   }
 
@@ -213,13 +229,19 @@ class challenge_engine_plan {
   float bias_ = 0;
   std::int64_t n_ = 0, connections_ = 0;
   std::int32_t max_distinct_ = 0;
-  int rows_per_block_ = 1;
+  int threads_ = 32;
+  bool compact_ = false, uniform_ = false;
+  std::int64_t grid_ = 0;
+  kernels::challenge_engine_scratch scratch_;
   challenge::structure_report report_;
   std::vector<double> folds_;
-  buffer<std::int32_t, device_space> d_distinct_, d_col_ptr_, d_idx_, d_class_of_, d_period_;
-  buffer<std::int64_t, device_space> d_ptr_base_, d_nnz_base_, d_map_base_;
-  buffer<float, device_space> d_val_;
-  buffer<std::uint8_t, device_space> d_suffix_;
+  buffer<challenge_engine_layer_desc, device_space> d_desc_;
+  buffer<std::int32_t, device_space> d_last_class_;
+  buffer<challenge_engine_slice, device_space> d_slices_;
+  buffer<challenge_engine_term, device_space> d_wide_;
+  buffer<challenge_engine_compact_term, device_space> d_compact_;
+  buffer<float, device_space> d_values_;
+  buffer<float, device_space> d_scratch_;
   buffer<int, device_space> d_queue_;
   buffer<kernels::challenge_engine_counters, device_space> d_counters_;
   sdnn::detail::run_streams runs_;  // last (core/plan.cuh)

@@ -13,24 +13,23 @@
 // reference's arithmetic (one float rounding per product and per add), so final activations
 // are bitwise those of reference::challenge_infer, for any weights.
 //
-// Limits (can_implement): N * (R + classes) floats of shared memory per block for R >= 1 rows,
-// i.e. N <= 16384 on an H100/H200 with folding (N = 65536 needs a tiling of the activation row
-// across blocks, not built; pipeline::challenge_network serves it); int32 row and column indices.
+// How it runs (kernels/challenge_engine.cuh): a team of threads (a warp, or a block when a
+// layer has more than 256 classes) carries one row through the layers and takes the next row
+// from a device-side queue the moment its row dies, retires or ends (per-row refill). A row's
+// state between layers is one float per class of identical neurons (D_l floats, 64 for a
+// folded 1024-neuron layer), not N: the plan rewrites each layer's inputs as classes of the
+// layer before, so the values read and their order are the reference's.
 //
-// Design for N = 65536 (not built; written down so that the next step is measurable). One row is
-// 256 KB of float activations, more than a block's shared memory (227 KB). Two ways, with the
-// bytes each moves per row-layer (rows x layers actually computed, ~5 M at L = 1920 before
-// retirement, ~0.25 M after it, measured counts of the smaller sizes scaled by N):
-//  (a) A cluster of 4 blocks (thread-block cluster, distributed shared memory, sm_90) holds one
-//      row split in 4 slices of 16384 neurons (64 KB each). A class's inputs are RadiX-Net
-//      strided (32 inputs spread over the row), so a block reads its inputs from the 4 slices
-//      through DSMEM: 32 inputs x 4 B per class, 4096 classes (fold 16) -> 512 KB of DSMEM reads
-//      per row-layer, 0 bytes of HBM for activations; weights 4096 classes x 32 x 8 B = 1 MB per
-//      layer from L2 (shared by the cluster's rows). Cluster barriers replace __syncthreads.
-//  (b) Without clusters: the row in global memory (L2-resident for a few hundred rows: 256 KB
-//      each, 50-60 MB of L2), a block per 16384-neuron slice, a grid-wide step per layer: per
-//      row-layer 256 KB written + 32 x 4 B x 4096 gathered sectors (~4 MB of 32-byte sectors)
-//      read; 8x the traffic of (a). (a) is the plan.
+// Memory per team: 2 x max(D_l) floats of state and the dense input row (N floats, for layer
+// 1), in shared memory when a block's share still lets half the SM's threads run, else in a
+// per-team slice of global scratch allocated by the plan (teams of the persistent grid x those
+// floats: about 138 MB at N = 65536 with folding, where the input row moves to global memory;
+// without folding at N = 65536 the state moves too, 2 x 256 KB per team, L2-resident for the
+// teams in flight). Bytes moved per row-layer at N = 65536 with folding (4096 classes of 32
+// terms): 1 MB of terms (index + weight, 8 B each) from L2 and 512 KB of state reads from
+// shared memory; layer 1 also gathers its 4096 x 32 inputs from the global input row (L2).
+//
+// Limits (can_implement): int32 row and column indices; N < 2^30.
 #pragma once
 
 #include <cstdint>
@@ -44,44 +43,43 @@
 
 namespace sdnn::ops {
 
+// Where a team's state and input row live: automatic (shared memory when it leaves half the
+// SM's threads running), or forced (tests; `shared` fails when it does not fit).
+enum class challenge_engine_scratch_place { automatic, shared, global };
+
 struct challenge_engine_options {
   challenge::structure_options structure;  // retirement / folding / sparse_first_layer switches
   float cap = 32.f;
-  int rows_per_block = 0;  // 1, 2, 4, 8 or 16; 0: the largest of 8, 4, 2 whose block uses at most a
-                           // third of the shared memory (three blocks per SM), else 2 or 1 row(s)
+  int threads_per_row = 0;  // 32, 128 or 512; 0: a warp up to 256 classes per layer, 128 threads
+                            // up to 1024, else 512
+  bool compact_terms = true;  // 4-byte terms (16-bit input, 16-bit index into the layer's distinct
+                              // weights) when N <= 65536 and every layer has < 65535 distinct
+                              // weights; else 8-byte terms (input, weight)
+  bool fast_path = true;      // layers with one finite weight and equal-length classes skip the
+                              // weight lookup and the zero test (exact: see kernels/challenge_engine.cuh)
+  challenge_engine_scratch_place scratch = challenge_engine_scratch_place::automatic;
 };
 
 // What one run did, beside the categories.
 struct challenge_engine_result {
   std::vector<std::int32_t> categories;  // 1-based ids of the rows with a nonzero final row, ascending
   std::vector<float> final;              // rows x N when keep_final, else empty
-  std::int64_t row_layers = 0;           // sum over computed layers of the live rows in them
-  std::int64_t layers_skipped = 0;       // over all block batches: layers skipped, no live row left
+  std::int64_t row_layers = 0;           // sum over rows of the layers computed for them
+  std::int64_t layers_skipped = 0;       // sum over rows of the layers not computed (dead or retired)
   std::int64_t retired = 0;              // rows that left as all-cap categories
-  std::int64_t batches = 0;              // block batches of rows_per_block rows
+  std::int64_t rows = 0;                 // rows taken from the device queue
 };
-
-// Shared memory the engine needs per block for R rows of N neurons and at most D classes.
-inline std::size_t challenge_engine_smem_bytes(int rows_per_block, std::int64_t n, std::int64_t max_distinct) {
-  return static_cast<std::size_t>(rows_per_block) * static_cast<std::size_t>(n + max_distinct) * sizeof(float);
-}
 
 // The engine's limit on shared memory per block: 227 KB on sm_90 (H100/H200); the plan asks
 // the GPU (cudaDevAttrMaxSharedMemoryPerBlockOptin) and uses this only when there is none.
 inline constexpr std::size_t challenge_engine_default_smem = 227 * 1024;
 
-inline plan_status challenge_engine_can_implement(std::int64_t n, std::int64_t layers, std::int64_t max_distinct,
-                                                  std::size_t smem_limit = challenge_engine_default_smem) {
-  if (n <= 0 || layers < 0)
-    return plan_status::failure(::sdnn::detail::concat("challenge engine: ", layers, " layers of ", n, " neurons"));
-  if (n > (std::int64_t{1} << 30))
+inline plan_status challenge_engine_can_implement(std::int64_t n, std::int64_t layers, std::int64_t max_distinct) {
+  if (n <= 0 || layers < 0 || max_distinct < 0 || max_distinct > n)
+    return plan_status::failure(::sdnn::detail::concat("challenge engine: ", layers, " layers of ", n, " neurons, ",
+                                                       max_distinct, " classes"));
+  if (n >= (std::int64_t{1} << 30))
     return plan_status::failure(::sdnn::detail::concat("challenge engine: N = ", n, " exceeds the int32 indexing"));
-  if (challenge_engine_smem_bytes(1, n, max_distinct) > smem_limit)
-    return plan_status::failure(::sdnn::detail::concat("challenge engine: one row of N = ", n, " neurons and ", max_distinct,
-                                               " distinct neurons needs ",
-                                               challenge_engine_smem_bytes(1, n, max_distinct),
-                                               " bytes of shared memory, the GPU gives ", smem_limit,
-                                               " (N = 65536 needs a tiling not built; use pipeline::challenge_network)"));
   return {};
 }
 

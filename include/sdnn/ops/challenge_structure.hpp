@@ -233,6 +233,26 @@ inline layer_saturation prove_layer_saturation(layer_matrix const& w, float bias
 }
 
 // Every layer of the network, and the suffix array that the retirement rule uses.
+// suffix_fixed and status from layer_fixed (every layer proven, in order).
+inline void finish_saturation(saturation_proof& p) {
+  auto const n = static_cast<std::int32_t>(p.layers.size());
+  p.suffix_fixed.assign(p.layers.size() + 1, 0);
+  p.suffix_fixed[p.layers.size()] = 1;
+  std::int32_t last_failing = -1;
+  for (std::int32_t l = n - 1; l >= 0; --l) {
+    p.suffix_fixed[l] = p.layer_fixed[l] && p.suffix_fixed[l + 1];
+    if (!p.layer_fixed[l] && last_failing < 0) last_failing = l;
+  }
+  p.status = {};
+  if (last_failing >= 0) {
+    std::int32_t failing = 0;
+    for (auto f : p.layer_fixed) failing += f ? 0 : 1;
+    p.status = plan_status::failure(sdnn::detail::concat(
+        "retirement: ", failing, " of ", n, " layers do not map the all-cap vector to itself, so rows retire only on "
+        "entry to layer ", last_failing + 1, " or later; the last such layer: ", p.layers[last_failing].why));
+  }
+}
+
 inline saturation_proof prove_saturation(std::vector<layer_matrix> const& layers, float bias, float cap = 32.f) {
   auto const n = static_cast<std::int32_t>(layers.size());
   for (std::int32_t l = 1; l < n; ++l)
@@ -241,24 +261,11 @@ inline saturation_proof prove_saturation(std::vector<layer_matrix> const& layers
   saturation_proof p;
   p.layers.reserve(layers.size());
   p.layer_fixed.assign(layers.size(), 0);
-  p.suffix_fixed.assign(layers.size() + 1, 0);
   for (std::int32_t l = 0; l < n; ++l) {
     p.layers.push_back(prove_layer_saturation(layers[l], bias, cap, l));
     p.layer_fixed[l] = p.layers.back().fixed ? 1 : 0;
   }
-  p.suffix_fixed[layers.size()] = 1;
-  std::int32_t last_failing = -1;
-  for (std::int32_t l = n - 1; l >= 0; --l) {
-    p.suffix_fixed[l] = p.layer_fixed[l] && p.suffix_fixed[l + 1];
-    if (!p.layer_fixed[l] && last_failing < 0) last_failing = l;
-  }
-  if (last_failing >= 0) {
-    std::int32_t failing = 0;
-    for (auto f : p.layer_fixed) failing += f ? 0 : 1;
-    p.status = plan_status::failure(sdnn::detail::concat(
-        "retirement: ", failing, " of ", n, " layers do not map the all-cap vector to itself, so rows retire only on "
-        "entry to layer ", last_failing + 1, " or later; the last such layer: ", p.layers[last_failing].why));
-  }
+  finish_saturation(p);
   return p;
 }
 
@@ -457,22 +464,71 @@ struct structure_report {
   }
 };
 
+// The report of analyze_structure built one layer at a time, for networks too large to hold
+// every layer at once (ops::challenge_engine_plan's streaming constructor): each layer's proofs
+// are computed by layer_proofs (independent per layer: any thread, any order), then added in
+// layer order.
+struct layer_proofs {
+  layer_saturation saturation;  // when options.retirement
+  layer_folding folding;        // when options.folding
+  first_layer_proof first;      // layer 0, when options.sparse_first_layer
+};
+
+inline layer_proofs prove_layer(layer_matrix const& w, std::int32_t layer, float bias, float cap,
+                                structure_options const& options) {
+  layer_proofs p;
+  if (options.retirement) p.saturation = prove_layer_saturation(w, bias, cap, layer);
+  if (options.folding) p.folding = find_duplicate_columns(w, layer);
+  if (options.sparse_first_layer && layer == 0) p.first = prove_sparse_first_layer(w, 0);
+  return p;
+}
+
+class structure_builder {
+ public:
+  explicit structure_builder(structure_options options = {}) { r_.options = options; }
+
+  // Layer number layers() (0-based), with its proofs from prove_layer. `keep_representatives`
+  // false drops the folding's per-column representative table (N ints) once the caller has used it.
+  void add(layer_proofs p, bool keep_representatives = true) {
+    auto const l = static_cast<std::int32_t>(count_++);
+    if (r_.options.retirement) {
+      r_.saturation.layers.push_back(std::move(p.saturation));
+      r_.saturation.layer_fixed.push_back(r_.saturation.layers.back().fixed ? 1 : 0);
+    }
+    if (r_.options.folding) {
+      if (!keep_representatives) std::vector<std::int32_t>().swap(p.folding.representative);
+      r_.folding.push_back(std::move(p.folding));
+    }
+    if (l == 0 && r_.options.sparse_first_layer) r_.first_layer = std::move(p.first);
+  }
+  std::size_t layers() const noexcept { return count_; }
+
+  structure_report finish() {
+    if (r_.options.retirement)
+      finish_saturation(r_.saturation);
+    else
+      r_.saturation.status = plan_status::failure("retirement: disabled by structure_options");
+    if (!r_.options.sparse_first_layer)
+      r_.first_layer.status = plan_status::failure("sparse first layer: disabled by structure_options");
+    else if (count_ == 0)
+      r_.first_layer.status = plan_status::failure("sparse first layer: no layers");
+    return std::move(r_);
+  }
+
+ private:
+  structure_report r_;
+  std::size_t count_ = 0;
+};
+
 inline structure_report analyze_structure(std::vector<layer_matrix> const& layers, float bias, float cap = 32.f,
                                           structure_options options = {}) {
-  structure_report r;
-  r.options = options;
-  if (options.retirement) {
-    r.saturation = prove_saturation(layers, bias, cap);
-  } else {
-    r.saturation.status = plan_status::failure("retirement: disabled by structure_options");
-  }
-  if (options.folding) r.folding = find_duplicate_columns(layers);
-  if (options.sparse_first_layer && !layers.empty())
-    r.first_layer = prove_sparse_first_layer(layers.front(), 0);
-  else
-    r.first_layer.status = plan_status::failure(options.sparse_first_layer ? "sparse first layer: no layers"
-                                                                           : "sparse first layer: disabled by structure_options");
-  return r;
+  for (std::size_t l = 1; l < layers.size(); ++l)
+    SDNN_EXPECTS(layers[l].rows() == layers[l - 1].cols(), "analyze_structure: layer ", l, " has ", layers[l].rows(),
+                 " rows but layer ", l - 1, " has ", layers[l - 1].cols(), " columns");
+  structure_builder b(options);
+  for (std::size_t l = 0; l < layers.size(); ++l)
+    b.add(prove_layer(layers[l], static_cast<std::int32_t>(l), bias, cap, options));
+  return b.finish();
 }
 
 }  // namespace sdnn::challenge

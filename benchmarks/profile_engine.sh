@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Profile the depth-first Graph Challenge engine with Nsight Compute (one device call):
+# configure a Release build with -lineinfo, build graph_challenge only, time the variants,
+# then ncu (full set, source-level) on one launch of the engine kernel per variant.
+#   benchmarks/profile_engine.sh [build-dir]
+# env: OUT (results), VARIANTS, CONFIGS (N:L list), NO_NCU=1 (timings only), TESTS (a Catch2
+#      filter: also build and run the device tests), SANITIZE (memcheck racecheck), SANITIZE_TESTS
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=${1:-build-prof}
+OUT=${OUT:-$B/profile}
+mkdir -p "$OUT"
+tests_on=OFF; [ -n "${TESTS:-}" ] && tests_on=ON
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_FLAGS=-lineinfo \
+  -DSDNN_BUILD_TESTS=$tests_on -DSDNN_BUILD_DEVICE_TESTS=$tests_on -DSDNN_BUILD_BENCHMARKS=OFF > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+targets="graph_challenge"
+[ -n "${TESTS:-}" ] && targets="graph_challenge sdnn_cuda_tests"
+cmake --build "$B" -j16 --target $targets > "$OUT/build.log" 2>&1 || { grep -E "error|Error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
+if [ -n "${TESTS:-}" ]; then
+  # The device tests named by TESTS (a Catch2 filter), then the same under compute-sanitizer
+  # memcheck and racecheck when SANITIZE is set.
+  SDNN_REQUIRE_GPU=1 timeout 300 "$B/tests/sdnn_cuda_tests" "$TESTS" > "$OUT/tests.log" 2>&1
+  echo "tests $TESTS: rc=$? $(tail -3 "$OUT/tests.log" | tr '\n' ' ')"
+  for tool in ${SANITIZE:-}; do
+    SDNN_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$B/tests/sdnn_cuda_tests" \
+      "${SANITIZE_TESTS:-[engine_race]}" > "$OUT/sanitize_$tool.log" 2>&1
+    echo "compute-sanitizer $tool ${SANITIZE_TESTS:-[engine_race]}: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.log" | tail -1)"
+  done
+fi
+exe=$B/examples/graph_challenge/graph_challenge
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+for cfg in ${CONFIGS:-1024:120}; do
+  n=${cfg%%:*}; l=${cfg##*:}
+  for v in ${VARIANTS:-depth_first depth_first_plain}; do
+    echo "== $n x $l $v"
+    timeout 120 "$exe" bench --neurons "$n" --layers "$l" --policy "$v" --reps 5 > "$OUT/time_${n}_${l}_$v.txt" 2>&1
+    grep -E "inference seconds|categories:|engine:" "$OUT/time_${n}_${l}_$v.txt" | sed 's/^/   /'
+    if [ -z "${NO_NCU:-}" ]; then
+      timeout 300 ncu --set full --import-source yes -k regex:challenge_engine --launch-skip 1 -c 1 \
+        -o "$OUT/ncu_${n}_${l}_$v" -f "$exe" bench --neurons "$n" --layers "$l" --policy "$v" --reps 1 \
+        > "$OUT/ncu_${n}_${l}_$v.log" 2>&1 || { echo "   ncu rc=$?"; tail -5 "$OUT/ncu_${n}_${l}_$v.log"; }
+      ncu -i "$OUT/ncu_${n}_${l}_$v.ncu-rep" --page details > "$OUT/ncu_${n}_${l}_$v.details.txt" 2>&1
+      ncu -i "$OUT/ncu_${n}_${l}_$v.ncu-rep" --page source --csv --print-source cuda,sass > "$OUT/ncu_${n}_${l}_$v.source.csv" 2>&1 ||
+        ncu -i "$OUT/ncu_${n}_${l}_$v.ncu-rep" --page source --csv > "$OUT/ncu_${n}_${l}_$v.source.csv" 2>&1
+      grep -E "Duration|Achieved Occupancy|Registers Per|Theoretical Occ|Warp Cycles Per Issued|Issue Slots Busy|L2 Hit|L1/TEX Hit|Block Limit|Dynamic Shared|Memory Throughput|Compute \(SM\)" \
+        "$OUT/ncu_${n}_${l}_$v.details.txt" | sed 's/^/   /'
+    fi
+  done
+done

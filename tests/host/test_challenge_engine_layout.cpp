@@ -1,0 +1,291 @@
+// The depth-first engine's layer layout (ops/challenge_engine_layout.hpp), checked without a
+// GPU: a host emulation of kernels/challenge_engine.cuh walks each row through the layout the
+// plan uploads (the same classes, terms, order, arithmetic, retirement and zero-input rules)
+// and must give the host reference's categories and bitwise final activations, for every
+// combination of the proofs and term encodings, for the streaming build on several threads,
+// and for a network whose later layer forces wide terms.
+#include "sdnn_catch.hpp"
+#include "sdnn_test_util.hpp"
+
+#include <sdnn/data/radixnet.hpp>
+#include <sdnn/io/challenge_tsv.hpp>
+#include <sdnn/ops/challenge_engine_layout.hpp>
+#include <sdnn/reference/challenge.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace sdnn;
+using matrix = csr_matrix<float, std::int32_t>;
+
+namespace {
+
+struct emulated {
+  std::vector<std::int32_t> categories;  // 1-based
+  std::vector<float> final;              // rows x N
+  std::int64_t row_layers = 0, retired = 0;
+};
+
+// kernels::detail::challenge_engine_kernel, one row at a time.
+emulated emulate(ops::challenge_engine_layout const& lay, matrix const& in, float bias, float cap) {
+  auto const epi = epilogue_challenge<float>(bias, cap);
+  auto const n = static_cast<std::int32_t>(lay.n);
+  std::int32_t const L = lay.layers();
+  emulated out;
+  out.final.assign(static_cast<std::size_t>(in.rows()) * static_cast<std::size_t>(n), 0.f);
+  for (std::int32_t row = 0; row < in.rows(); ++row) {
+    std::vector<float> src(static_cast<std::size_t>(n), 0.f), dst;
+    for (std::int32_t p = in.row_ptr()[row]; p < in.row_ptr()[row + 1]; ++p) src[in.col_idx()[p]] = in.values()[p];
+    bool alive = in.row_ptr()[row + 1] > in.row_ptr()[row], allcap = false, retired = false;
+    std::int32_t l = 0;
+    for (; alive && l < L; ++l) {
+      auto const& ds = lay.desc[static_cast<std::size_t>(l)];
+      if (allcap && (ds.distinct & challenge_engine_suffix_bit)) {
+        retired = true;
+        break;
+      }
+      std::int32_t const d = ds.distinct & ~challenge_engine_suffix_bit;
+      dst.assign(static_cast<std::size_t>(d), 0.f);
+      bool nz = false, ac = true;
+      for (std::int32_t u = 0; u < d; ++u) {
+        float z = 0.f;
+        if (lay.uniform) {
+          std::int64_t const base = ds.term_base + static_cast<std::int64_t>(u / 32) * 32 * ds.length + u % 32;
+          for (std::int32_t p = 0; p < ds.length; ++p) {  // no zero test (see the kernel)
+            float const prod = src[lay.compact_terms[static_cast<std::size_t>(base + 32 * p)]] * ds.weight;
+            z = z + prod;
+          }
+        } else {
+          auto const& sl = lay.slices[static_cast<std::size_t>(ds.slice_base + u / 32)];
+          std::int64_t const base = ds.term_base + sl.offset + u % 32;
+          for (std::int32_t p = 0; p < sl.length; ++p) {
+            auto const e = static_cast<std::size_t>(base + 32 * p);
+            std::int32_t k;
+            float w;
+            if (lay.compact) {
+              std::uint32_t const v = lay.compact_terms[e];
+              if ((v >> 16) == challenge_engine_compact_empty) continue;
+              k = static_cast<std::int32_t>(v & 0xffffu);
+              w = lay.values[static_cast<std::size_t>(ds.value_base) + (v >> 16)];
+            } else {
+              if (lay.wide[e].k < 0) continue;
+              k = lay.wide[e].k;
+              w = lay.wide[e].w;
+            }
+            float const y = src[static_cast<std::size_t>(k)];
+            if (y != 0.f) {
+              float const prod = y * w;
+              z = z + prod;
+            }
+          }
+        }
+        float const o = epi(z, u);
+        dst[static_cast<std::size_t>(u)] = o;
+        nz = nz || o != 0.f;
+        ac = ac && o == cap;
+      }
+      alive = nz;
+      allcap = ac;
+      src = dst;
+    }
+    out.row_layers += l;
+    if (retired || (alive && L > 0)) {
+      out.categories.push_back(row + 1);
+      float* f = out.final.data() + static_cast<std::size_t>(row) * static_cast<std::size_t>(n);
+      for (std::int32_t j = 0; j < n; ++j) f[j] = retired ? cap : src[static_cast<std::size_t>(lay.last_class[j])];
+    }
+    out.retired += retired ? 1 : 0;
+  }
+  return out;
+}
+
+std::vector<float> dense_of(matrix const& y) {
+  std::vector<float> d(static_cast<std::size_t>(y.rows()) * static_cast<std::size_t>(y.cols()), 0.f);
+  for (std::int32_t i = 0; i < y.rows(); ++i)
+    for (std::int32_t p = y.row_ptr()[i]; p < y.row_ptr()[i + 1]; ++p)
+      d[static_cast<std::size_t>(i) * static_cast<std::size_t>(y.cols()) + y.col_idx()[p]] = y.values()[p];
+  return d;
+}
+
+ops::challenge_engine_layout layout_of(std::vector<matrix> const& ws, float bias, ops::challenge_engine_options opt,
+                                       int threads = 1) {
+  return ops::build_challenge_engine_layout(
+      static_cast<std::int32_t>(ws.size()),
+      [&](std::int32_t l) { return ops::prepare_engine_layer(ws[static_cast<std::size_t>(l)], l, bias, opt); }, opt,
+      threads);
+}
+
+// Categories equal and final activations bitwise equal (NaN where the reference has NaN).
+void check(std::vector<matrix> const& ws, float bias, matrix const& in, ops::challenge_engine_options opt,
+           std::string const& what) {
+  INFO(what << " (retirement " << opt.structure.retirement << ", folding " << opt.structure.folding
+            << ", compact " << opt.compact_terms << ", fast path " << opt.fast_path << ")");
+  auto const ref = reference::challenge_infer(in, ws, bias, opt.cap);
+  auto const want = dense_of(ref);
+  auto const lay = layout_of(ws, bias, opt);
+  auto const got = emulate(lay, in, bias, opt.cap);
+  REQUIRE(got.categories == reference::challenge_categories(ref));
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    bool const same = std::isnan(want[i]) ? std::isnan(got.final[i]) : std::memcmp(&want[i], &got.final[i], 4) == 0;
+    bad += same ? 0 : 1;
+  }
+  REQUIRE(bad == 0);
+  if (!opt.structure.retirement) REQUIRE(got.retired == 0);
+}
+
+void check_all(std::vector<matrix> const& ws, float bias, matrix const& in, std::string const& what) {
+  for (bool retire : {true, false})
+    for (bool fold : {true, false})
+      for (bool compact : {true, false}) {
+        ops::challenge_engine_options opt;
+        opt.structure.retirement = retire;
+        opt.structure.folding = fold;
+        opt.compact_terms = compact;
+        check(ws, bias, in, opt, what);
+        if (compact) {
+          opt.fast_path = false;
+          check(ws, bias, in, opt, what);
+        }
+      }
+}
+
+matrix first_rows(matrix const& y, std::int32_t k) {
+  matrix c(k, y.cols(), y.row_ptr()[k]);
+  std::copy(y.row_ptr().begin(), y.row_ptr().begin() + k + 1, c.row_ptr().begin());
+  std::copy(y.col_idx().begin(), y.col_idx().begin() + c.nnz(), c.col_idx().begin());
+  std::copy(y.values().begin(), y.values().begin() + c.nnz(), c.values().begin());
+  return c;
+}
+
+matrix official_images(std::int32_t count) {
+  return first_rows(
+      io::read_challenge_images(std::string(sdnn_test::data_dir()) + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200),
+      count);
+}
+
+}  // namespace
+
+TEST_CASE("engine layout: the official network folds 16-32, takes the fast path, and emulates the reference exactly",
+          "[engine_layout][challenge]") {
+  std::vector<matrix> ws;
+  for (int l = 0; l < 24; ++l) ws.push_back(data::official_1024_layer(l));
+  auto const lay = layout_of(ws, -0.3f, {});
+  REQUIRE(lay.uniform);
+  REQUIRE(lay.compact);
+  REQUIRE(lay.max_distinct == 64);  // 1024 / 16
+  for (double f : lay.folds) REQUIRE(f >= 16.0);
+  REQUIRE(lay.connections == 24 * 1024 * 32);
+  for (auto const& ds : lay.desc) {
+    REQUIRE(ds.length == 32);
+    REQUIRE(ds.weight == 0.0625f);
+    REQUIRE((ds.distinct & challenge_engine_suffix_bit) != 0);  // every suffix maps all-cap to all-cap
+  }
+  // every class of the last layer is used, and only those
+  REQUIRE(lay.last_class.size() == 1024);
+  for (auto c : lay.last_class) REQUIRE((c >= 0 && c < (lay.desc.back().distinct & ~challenge_engine_suffix_bit)));
+  check_all(ws, -0.3f, official_images(120), "official 24 layers, 120 images");
+}
+
+TEST_CASE("engine layout: the streaming build on several threads gives the same arrays", "[engine_layout]") {
+  std::vector<matrix> ws;
+  for (int l = 0; l < 13; ++l) ws.push_back(data::official_1024_layer(l));
+  ops::challenge_engine_options opt;
+  auto const one = layout_of(ws, -0.3f, opt, 1);
+  for (int threads : {2, 5, 16}) {
+    INFO("threads " << threads);
+    auto const many = layout_of(ws, -0.3f, opt, threads);
+    REQUIRE(many.desc.size() == one.desc.size());
+    REQUIRE(std::memcmp(many.desc.data(), one.desc.data(), one.desc.size() * sizeof(one.desc[0])) == 0);
+    REQUIRE(many.compact_terms == one.compact_terms);
+    REQUIRE(many.values == one.values);
+    REQUIRE(many.last_class == one.last_class);
+    REQUIRE(many.folds == one.folds);
+    REQUIRE(many.slices.size() == one.slices.size());
+    REQUIRE(std::memcmp(many.slices.data(), one.slices.data(), one.slices.size() * sizeof(one.slices[0])) == 0);
+  }
+  // a layer source that fails fails the build, with its message
+  auto const why = sdnn_test::error_text([&] {
+    ops::build_challenge_engine_layout(
+        13,
+        [&](std::int32_t l) -> ops::challenge_engine_prepared {
+          SDNN_EXPECTS(l != 7, "layer source: cannot make layer ", l);
+          return ops::prepare_engine_layer(ws[static_cast<std::size_t>(l)], l, -0.3f, opt);
+        },
+        opt, 4);
+  });
+  REQUIRE(sdnn_test::has(why, "cannot make layer 7"));
+}
+
+TEST_CASE("engine layout: networks that break each proof, many distinct weights, NaN", "[engine_layout][challenge]") {
+  auto const images = official_images(60);
+  std::vector<matrix> official;
+  for (int l = 0; l < 20; ++l) official.push_back(data::official_1024_layer(l));
+  auto copy = [](matrix const& w) {
+    matrix c(w.rows(), w.cols(), w.nnz());
+    std::copy(w.row_ptr().begin(), w.row_ptr().end(), c.row_ptr().begin());
+    std::copy(w.col_idx().begin(), w.col_idx().end(), c.col_idx().begin());
+    std::copy(w.values().begin(), w.values().end(), c.values().begin());
+    return c;
+  };
+  SECTION("a negative weight (saturation), changed values (folding, two weights: no fast path)") {
+    std::vector<matrix> ws;
+    for (auto const& w : official) ws.push_back(copy(w));
+    ws[15].values()[100] = -1.f;
+    ws[3].values()[7] = 0.125f;
+    REQUIRE_FALSE(layout_of(ws, -0.3f, {}).uniform);
+    check_all(ws, -0.3f, images, "negative weight in layer 15, changed value in layer 3");
+  }
+  SECTION("a NaN weight") {
+    std::vector<matrix> ws;
+    for (auto const& w : official) ws.push_back(copy(w));
+    ws[2].values()[40] = std::nanf("");
+    REQUIRE_FALSE(layout_of(ws, -0.3f, {}).uniform);  // the fast path needs finite weights
+    check_all(ws, -0.3f, images, "NaN weight in layer 2");
+  }
+  SECTION("a layer with 65535 or more distinct weights turns the earlier layers' terms wide") {
+    std::int32_t const n = 2048;
+    auto make = [n](std::int32_t l) {
+      std::mt19937 g(static_cast<unsigned>(100 + l));
+      std::uniform_int_distribution<int> col(0, n - 1);
+      std::uniform_real_distribution<float> u(-0.05f, 0.12f);
+      std::vector<std::int32_t> rp{0}, ci;
+      std::vector<float> v;
+      for (std::int32_t i = 0; i < n; ++i) {
+        std::vector<int> cs;
+        for (int e = 0; e < 40; ++e) cs.push_back(col(g));
+        std::sort(cs.begin(), cs.end());
+        cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
+        for (int c : cs) {
+          ci.push_back(c);
+          v.push_back(l == 2 ? u(g) : (c % 2 ? 0.0625f : 0.125f));
+        }
+        rp.push_back(static_cast<std::int32_t>(ci.size()));
+      }
+      return make_csr<float, std::int32_t>(n, n, rp, ci, v);
+    };
+    std::vector<matrix> ws;
+    for (std::int32_t l = 0; l < 4; ++l) ws.push_back(make(l));
+    std::vector<std::int32_t> rp{0}, ci;
+    std::vector<float> v;
+    for (int i = 0; i < 40; ++i) {
+      for (int c = i % 7; c < n; c += 5 + i % 11) {
+        ci.push_back(c);
+        v.push_back(1.f);
+      }
+      rp.push_back(static_cast<std::int32_t>(ci.size()));
+    }
+    auto const in = make_csr<float, std::int32_t>(40, n, rp, ci, v);
+    ops::challenge_engine_options opt;
+    auto const lay = layout_of(ws, -0.05f, opt, 3);
+    REQUIRE_FALSE(lay.compact);
+    REQUIRE(lay.compact_terms.empty());
+    REQUIRE(lay.wide.size() > 0);
+    check(ws, -0.05f, in, opt, "many distinct weights in layer 2");
+  }
+}
