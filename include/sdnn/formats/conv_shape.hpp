@@ -54,11 +54,16 @@ struct conv_shape {
     SDNN_EXPECTS(stride_h >= 1 && stride_w >= 1 && dil_h >= 1 && dil_w >= 1 && pad_h >= 0 && pad_w >= 0,
                  "conv_shape: stride and dilation must be >= 1 and padding >= 0, got stride ", stride_h, "x",
                  stride_w, ", dilation ", dil_h, "x", dil_w, ", padding ", pad_h, "x", pad_w);
-    SDNN_EXPECTS(H + 2 * pad_h >= dil_h * (R - 1) + 1 && W + 2 * pad_w >= dil_w * (S - 1) + 1,
-                 "conv_shape: the dilated kernel (", dil_h * (R - 1) + 1, " x ", dil_w * (S - 1) + 1,
-                 ") is larger than the padded input (", H + 2 * pad_h, " x ", W + 2 * pad_w, ")");
-    SDNN_EXPECTS(std::int64_t(C) * Hp() * Wp() < (std::int64_t(1) << 31),
-                 "conv_shape: C*Hp*Wp must fit int32 offsets, got ", std::int64_t(C) * Hp() * Wp());
+    // In 64 bits: every int member may be near INT_MAX here (the int accessors above are used
+    // only after this check, which bounds C * Hp * Wp, hence each of them, below 2^31).
+    std::int64_t const hp = std::int64_t(H) + 2 * std::int64_t(pad_h), wp = std::int64_t(W) + 2 * std::int64_t(pad_w);
+    std::int64_t const kh = std::int64_t(dil_h) * (R - 1) + 1, kw = std::int64_t(dil_w) * (S - 1) + 1;
+    SDNN_EXPECTS(hp >= kh && wp >= kw, "conv_shape: the dilated kernel (", kh, " x ", kw,
+                 ") is larger than the padded input (", hp, " x ", wp, ")");
+    SDNN_EXPECTS(hp < (std::int64_t(1) << 31) && wp < (std::int64_t(1) << 31) &&
+                     std::int64_t(C) * hp < (std::int64_t(1) << 31) &&
+                     std::int64_t(C) * hp * wp < (std::int64_t(1) << 31),
+                 "conv_shape: C*Hp*Wp must fit int32 offsets, got ", C, " x ", hp, " x ", wp);
   }
 };
 

@@ -79,6 +79,7 @@ sparse_conv_weights<T> make_conv_weights(conv_shape const& shape, pruning_result
 // Checks the format's invariants (sizes, offsets in range and increasing per row).
 template <class T>
 void validate(sparse_conv_weights<T> const& w) {
+  w.shape.check();
   SDNN_EXPECTS(w.nnz_per_channel >= 0 && w.nnz_per_channel <= w.shape.filter_size(),
                "sparse_conv_weights: nnz_per_channel must be in [0, ", w.shape.filter_size(), "], got ",
                w.nnz_per_channel);

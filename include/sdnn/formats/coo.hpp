@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -122,6 +123,8 @@ coo_matrix<T, Index> make_coo(Index rows, Index cols, std::vector<Index> const& 
                "values must have the same length, got ", row_idx.size(), ", ", col_idx.size(), ", ",
                values.size());
   std::size_t const n = row_idx.size();
+  SDNN_EXPECTS(n <= static_cast<std::size_t>(std::numeric_limits<Index>::max()), "coo: ", n,
+               " entries do not fit the index type");
   for (std::size_t k = 0; k < n; ++k) {
     Index const r = row_idx[k], c = col_idx[k];
     SDNN_EXPECTS(r >= 0 && r < rows, "coo: entry ", k, " (row ", r, ", col ", c, "): row ", r,

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -71,7 +72,7 @@ class csr_matrix {
   static std::size_t checked(Index rows, Index cols, Index nnz) {
     SDNN_EXPECTS(rows >= 0 && cols >= 0 && nnz >= 0, "csr_matrix: rows, cols and nnz must be >= 0, got ",
                  rows, ", ", cols, ", ", nnz);
-    return static_cast<std::size_t>(rows);
+    return detail::checked_extent(rows, 1, "csr_matrix: rows");  // rows + 1 row pointers cannot wrap
   }
   Index rows_ = 0, cols_ = 0;
   buffer<Index, Space> row_ptr_;
@@ -120,11 +121,13 @@ void validate(csr_matrix<T, Index, host_space> const& a) {
 template <class T, class Index>
 csr_matrix<T, Index> make_csr(Index rows, Index cols, std::vector<Index> const& row_ptr,
                               std::vector<Index> const& col_idx, std::vector<T> const& values) {
-  SDNN_EXPECTS(row_ptr.size() == static_cast<std::size_t>(rows < 0 ? 0 : rows) + 1,
-               "csr: row_ptr must have rows + 1 = ", static_cast<long long>(rows) + 1, " entries, got ",
-               row_ptr.size());
+  SDNN_EXPECTS(rows >= 0 && cols >= 0, "csr: rows and cols must be >= 0, got ", rows, ", ", cols);
+  SDNN_EXPECTS(row_ptr.size() == static_cast<std::size_t>(rows) + 1, "csr: row_ptr must have rows + 1 = ",
+               static_cast<std::size_t>(rows) + 1, " entries, got ", row_ptr.size());
   SDNN_EXPECTS(col_idx.size() == values.size(), "csr: col_idx has ", col_idx.size(), " entries but values has ",
                values.size());
+  SDNN_EXPECTS(col_idx.size() <= static_cast<std::size_t>(std::numeric_limits<Index>::max()), "csr: ",
+               col_idx.size(), " entries do not fit the index type");
   csr_matrix<T, Index> a(rows, cols, static_cast<Index>(col_idx.size()));
   std::copy(row_ptr.begin(), row_ptr.end(), a.row_ptr().begin());
   std::copy(col_idx.begin(), col_idx.end(), a.col_idx().begin());

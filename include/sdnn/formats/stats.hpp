@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "sdnn/core/error.hpp"
@@ -62,7 +63,12 @@ inline matrix_stats finish_stats(std::int64_t rows, std::int64_t cols, std::int6
   }
   s.tile_rows = tile_rows;
   s.tile_cols = tile_cols;
-  s.tiles = ceil_div(rows, tile_rows) * ceil_div(cols, tile_cols);
+  // The tile count saturates at INT64_MAX (a 2^40 x 2^40 matrix of 1 x 1 tiles); the occupancy
+  // is then computed from the saturated count.
+  std::int64_t const grid_rows = ceil_div(rows, tile_rows), grid_cols = ceil_div(cols, tile_cols);
+  s.tiles = grid_rows != 0 && grid_cols > std::numeric_limits<std::int64_t>::max() / grid_rows
+                ? std::numeric_limits<std::int64_t>::max()
+                : grid_rows * grid_cols;
   s.occupied_tiles = occupied_tiles;
   s.tile_occupancy = s.tiles ? static_cast<double>(occupied_tiles) / static_cast<double>(s.tiles) : 0.0;
   return s;
@@ -73,21 +79,27 @@ template <class T, class Index>
 matrix_stats compute_stats(csr_matrix<T, Index, host_space> const& a, std::int64_t tile_rows, std::int64_t tile_cols,
                            host_exec) {
   detail::check_tile_shape(tile_rows, tile_cols);
-  std::int64_t const rows = a.rows(), grid_cols = detail::ceil_div(a.cols(), tile_cols);
+  std::int64_t const rows = a.rows();
   std::int64_t min_row = rows ? a.nnz() : 0, max_row = 0, sum_sq = 0, empty = 0, occupied = 0;
-  std::vector<std::uint8_t> seen(static_cast<std::size_t>(detail::ceil_div(rows, tile_rows) * grid_cols));
-  for (std::int64_t i = 0; i < rows; ++i) {
-    std::int64_t const b = a.row_ptr()[static_cast<std::size_t>(i)], e = a.row_ptr()[static_cast<std::size_t>(i) + 1];
-    std::int64_t const len = e - b;
-    min_row = std::min(min_row, len);
-    max_row = std::max(max_row, len);
-    sum_sq += len * len;
-    empty += len == 0;
-    for (std::int64_t k = b; k < e; ++k) {
-      auto const t = static_cast<std::size_t>((i / tile_rows) * grid_cols + a.col_idx()[static_cast<std::size_t>(k)] / tile_cols);
-      occupied += seen[t] == 0;
-      seen[t] = 1;
+  // Occupied tiles per tile row: the distinct tile columns of its entries (sorted), so memory
+  // grows with the entries of one tile row, never with the tile grid (a 4 x 2^62 matrix of
+  // 1 x 1 tiles has 2^64 tiles).
+  std::vector<std::int64_t> tile_cols_seen;
+  for (std::int64_t i0 = 0; i0 < rows; i0 += std::min(tile_rows, rows - i0)) {
+    std::int64_t const i1 = i0 + std::min(tile_rows, rows - i0);
+    tile_cols_seen.clear();
+    for (std::int64_t i = i0; i < i1; ++i) {
+      std::int64_t const b = a.row_ptr()[static_cast<std::size_t>(i)], e = a.row_ptr()[static_cast<std::size_t>(i) + 1];
+      std::int64_t const len = e - b;
+      min_row = std::min(min_row, len);
+      max_row = std::max(max_row, len);
+      sum_sq += len * len;
+      empty += len == 0;
+      for (std::int64_t k = b; k < e; ++k)
+        tile_cols_seen.push_back(static_cast<std::int64_t>(a.col_idx()[static_cast<std::size_t>(k)]) / tile_cols);
     }
+    std::sort(tile_cols_seen.begin(), tile_cols_seen.end());
+    occupied += std::unique(tile_cols_seen.begin(), tile_cols_seen.end()) - tile_cols_seen.begin();
   }
   return detail::finish_stats(rows, a.cols(), a.nnz(), min_row, max_row, sum_sq, empty, tile_rows, tile_cols, occupied);
 }

@@ -59,7 +59,8 @@ struct tiled_dense_view {
 };
 
 namespace detail {
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+// ceil(a / b) for a >= 0, b > 0 (0 otherwise), without overflow for any a.
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b > 0 && a > 0 ? a / b + (a % b != 0) : 0; }
 }  // namespace detail
 
 template <class T, class Space = host_space>
@@ -81,10 +82,9 @@ class tiled_dense_matrix {
                      Exec... exec)
       : rows_(rows), cols_(cols), tile_rows_(tile_rows), tile_cols_(tile_cols),
         grid_rows_(checked_grid(rows, cols, tile_rows, tile_cols)), grid_cols_(detail::ceil_div(cols, tile_cols)),
-        data_(detail::alloc<T, Space>(static_cast<std::size_t>(grid_rows_ * grid_cols_ * tile_rows * tile_cols),
-                                      exec...)),
+        data_(detail::alloc<T, Space>(checked_data(grid_rows_, grid_cols_, tile_rows, tile_cols), exec...)),
         occupied_(detail::alloc<std::uint8_t, Space>(static_cast<std::size_t>(grid_rows_ * grid_cols_), exec...)),
-        tile_row_ptr_(detail::alloc<std::int64_t, Space>(static_cast<std::size_t>(grid_rows_ + 1), exec...)) {}
+        tile_row_ptr_(detail::alloc<std::int64_t, Space>(static_cast<std::size_t>(grid_rows_) + 1, exec...)) {}
 
   std::int64_t rows() const noexcept { return rows_; }
   std::int64_t cols() const noexcept { return cols_; }
@@ -123,6 +123,14 @@ class tiled_dense_matrix {
     SDNN_EXPECTS(rows >= 0 && cols >= 0, "tiled_dense_matrix: shape must be non-negative, got ", rows, " x ", cols);
     SDNN_EXPECTS(tr > 0 && tc > 0, "tiled_dense_matrix: tile shape must be positive, got ", tr, " x ", tc);
     return detail::ceil_div(rows, tr);
+  }
+  // Elements of data (every size below 2^60, so the products above cannot wrap).
+  static std::size_t checked_data(std::int64_t grid_rows, std::int64_t grid_cols, std::int64_t tr, std::int64_t tc) {
+    detail::checked_extent(grid_rows, 1, "tiled_dense_matrix: tile rows of the grid");
+    auto const tiles = detail::checked_extent(grid_rows, grid_cols, "tiled_dense_matrix: tile grid");
+    auto const tile = detail::checked_extent(tr, tc, "tiled_dense_matrix: tile_rows x tile_cols");
+    return detail::checked_extent(static_cast<long long>(tiles), static_cast<long long>(tile),
+                                  "tiled_dense_matrix: tiles x tile size");
   }
   std::int64_t rows_ = 0, cols_ = 0, tile_rows_ = 32, tile_cols_ = 32, grid_rows_ = 0, grid_cols_ = 0;
   buffer<T, Space> data_;
@@ -168,15 +176,17 @@ void validate(tiled_dense_view<T const> const& a, std::size_t data_size, std::si
                "tiled_dense: tile grid must be ", detail::ceil_div(a.rows, a.tile_rows), " x ",
                detail::ceil_div(a.cols, a.tile_cols), " for ", a.rows, " x ", a.cols, " with ", a.tile_rows, " x ",
                a.tile_cols, " tiles, got ", a.grid_rows, " x ", a.grid_cols);
-  auto const tiles = static_cast<std::size_t>(a.grid_rows * a.grid_cols);
-  SDNN_EXPECTS(data_size == tiles * static_cast<std::size_t>(a.tile_size()), "tiled_dense: data must have ",
-               tiles * static_cast<std::size_t>(a.tile_size()), " entries (", tiles, " tiles of ", a.tile_size(),
+  auto const tiles = detail::checked_extent(a.grid_rows, a.grid_cols, "tiled_dense: tile grid");
+  auto const tile = detail::checked_extent(a.tile_rows, a.tile_cols, "tiled_dense: tile_rows x tile_cols");
+  auto const elements = detail::checked_extent(static_cast<long long>(tiles), static_cast<long long>(tile),
+                                               "tiled_dense: tiles x tile size");
+  SDNN_EXPECTS(data_size == elements, "tiled_dense: data must have ", elements, " entries (", tiles, " tiles of ", tile,
                "), got ", data_size);
   SDNN_EXPECTS(occupied_size == tiles, "tiled_dense: occupied must have one entry per tile = ", tiles,
                ", got ", occupied_size);
   SDNN_EXPECTS(tile_row_ptr_size == static_cast<std::size_t>(a.grid_rows) + 1,
-               "tiled_dense: tile_row_ptr must have grid_rows + 1 = ", a.grid_rows + 1, " entries, got ",
-               tile_row_ptr_size);
+               "tiled_dense: tile_row_ptr must have grid_rows + 1 = ", static_cast<std::size_t>(a.grid_rows) + 1,
+               " entries, got ", tile_row_ptr_size);
   SDNN_EXPECTS(tile_col_size == static_cast<std::size_t>(a.occupied_tiles), "tiled_dense: tile_col must have ",
                a.occupied_tiles, " entries, got ", tile_col_size);
   SDNN_EXPECTS(a.tile_row_ptr[0] == 0, "tiled_dense: tile_row_ptr[0] must be 0, got ", a.tile_row_ptr[0]);

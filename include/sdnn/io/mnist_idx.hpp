@@ -4,14 +4,17 @@
 // big-endian uint32, then count * rows * cols bytes, image after image, each row-major
 // (pixel (r, c) of image n at pixels[(n * rows + r) * cols + c]), 0 = background,
 // 255 = full ink. Labels: magic 0x00000801, count, then count bytes (0..9).
-// A wrong magic, absurd dimensions, a file shorter or longer than its header says, or a label
-// above 9 throws sdnn::error naming the file; memory grows with the data actually read, never
-// with the header's claim alone.
+// A wrong magic, absurd dimensions (rows or cols above 65536), a file shorter or longer than
+// its header says, or a label above 9 throws sdnn::error naming the file. Memory grows with
+// the data actually read, never with the header's claim alone, and a claim above
+// read_options::max_claimed_bytes (default 2 GiB) is refused before reading. Readers take a
+// path or an io::input (a file or bytes in memory), plain or gzip'd.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -35,24 +38,29 @@ inline std::int32_t checked_dim(std::uint32_t v, std::string const& path, char c
   SDNN_EXPECTS(v <= 0x7fffffffu, "io: '", path, "': IDX ", what, " = ", v, " is too large");
   return static_cast<std::int32_t>(v);
 }
-// Reads the n bytes a header promises in chunks of at most 16 MiB, growing the result as the
-// data arrives: a header that claims more than the file holds fails as "truncated" after
-// reading what is there, and never allocates what the file cannot justify.
+// Reads the n bytes a header promises, growing the result as the data arrives (from 64 KiB,
+// doubling, at most 16 MiB at a time): a header that claims more than the input holds fails
+// as "truncated" after reading what is there, and never allocates what the input cannot
+// justify.
 inline std::vector<std::uint8_t> read_promised(byte_reader& in, std::size_t n, char const* what) {
   std::vector<std::uint8_t> out;
-  std::size_t constexpr chunk = std::size_t(1) << 24;
-  while (out.size() < n) {
-    std::size_t const want = std::min(chunk, n - out.size());
-    std::size_t const at = out.size();
-    out.resize(at + want);
-    std::size_t got = 0;
-    while (got < want) {
-      std::size_t const r = in.read(reinterpret_cast<char*>(out.data() + at + got), want - got);
-      if (r == 0) break;
-      got += r;
+  try {
+    while (out.size() < n) {
+      std::size_t const step = std::min(std::max(out.size(), std::size_t(1) << 16), std::size_t(1) << 24);
+      std::size_t const want = std::min(step, n - out.size());
+      std::size_t const at = out.size();
+      out.resize(at + want);
+      std::size_t got = 0;
+      while (got < want) {
+        std::size_t const r = in.read(reinterpret_cast<char*>(out.data() + at + got), want - got);
+        if (r == 0) break;
+        got += r;
+      }
+      SDNN_EXPECTS(got == want, "io: '", in.path(), "' is truncated: expected ", n, " bytes of ", what, ", got ",
+                   at + got);
     }
-    SDNN_EXPECTS(got == want, "io: '", in.path(), "' is truncated: expected ", n, " bytes of ", what, ", got ",
-                 at + got);
+  } catch (std::bad_alloc const&) {
+    SDNN_FAIL("io: '", in.path(), "': out of memory after ", out.size(), " of the ", n, " bytes of ", what);
   }
   return out;
 }
@@ -64,34 +72,53 @@ inline void expect_end(byte_reader& in, char const* what) {
 }
 }  // namespace detail
 
-inline idx_images read_idx_images(std::string const& path) {
-  byte_reader in(path);
-  std::uint32_t const magic = detail::read_be32(in, "IDX header");
-  SDNN_EXPECTS(magic == 0x00000803u, "io: '", path, "' is not an IDX image file: magic 0x", std::hex, magic,
-               ", expected 0x803 (unsigned byte, 3 dimensions)");
-  idx_images r;
-  r.count = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "image count");
-  r.rows = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "rows");
-  r.cols = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "cols");
-  std::size_t const n = std::size_t(r.count) * std::size_t(r.rows) * std::size_t(r.cols);
-  SDNN_EXPECTS(r.rows <= 65536 && r.cols <= 65536 && n <= (std::size_t(1) << 36), "io: '", path,
-               "': IDX dimensions ", r.count, " x ", r.rows, " x ", r.cols, " are implausible");
-  r.pixels = detail::read_promised(in, n, "IDX pixel data");
-  detail::expect_end(in, "pixel data");
-  return r;
+inline idx_images read_idx_images(input const& src, read_options const& opt = {}) {
+  return detail::reading(src, [&] {
+    std::string const& path = src.name();
+    byte_reader in(src);
+    std::uint32_t const magic = detail::read_be32(in, "IDX header");
+    SDNN_EXPECTS(magic == 0x00000803u, "io: '", path, "' is not an IDX image file: magic 0x", std::hex, magic,
+                 ", expected 0x803 (unsigned byte, 3 dimensions)");
+    idx_images r;
+    r.count = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "image count");
+    r.rows = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "rows");
+    r.cols = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "cols");
+    SDNN_EXPECTS(r.rows <= 65536 && r.cols <= 65536, "io: '", path, "': IDX dimensions ", r.count, " x ", r.rows, " x ",
+                 r.cols, " are implausible (rows and cols are at most 65536)");
+    // count < 2^31, rows and cols <= 2^16: the product fits 64 bits.
+    std::uint64_t const n = std::uint64_t(r.count) * std::uint64_t(r.rows) * std::uint64_t(r.cols);
+    SDNN_EXPECTS(detail::claim_fits(n, 1, opt), "io: '", path, "': the IDX header claims ", r.count, " x ", r.rows,
+                 " x ", r.cols, " = ", n, " bytes of pixels, more than read_options::max_claimed_bytes = ",
+                 opt.max_claimed_bytes, " allows (raise it to read this file)");
+    r.pixels = detail::read_promised(in, static_cast<std::size_t>(n), "IDX pixel data");
+    detail::expect_end(in, "pixel data");
+    return r;
+  });
+}
+inline idx_images read_idx_images(std::string const& path, read_options const& opt = {}) {
+  return read_idx_images(input::file(path), opt);
 }
 
-inline std::vector<std::uint8_t> read_idx_labels(std::string const& path) {
-  byte_reader in(path);
-  std::uint32_t const magic = detail::read_be32(in, "IDX header");
-  SDNN_EXPECTS(magic == 0x00000801u, "io: '", path, "' is not an IDX label file: magic 0x", std::hex, magic,
-               ", expected 0x801 (unsigned byte, 1 dimension)");
-  std::int32_t const count = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "label count");
-  auto labels = detail::read_promised(in, static_cast<std::size_t>(count), "IDX labels");
-  detail::expect_end(in, "labels");
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    SDNN_EXPECTS(labels[i] <= 9, "io: '", path, "': label ", i, " is ", int(labels[i]), ", not a digit 0..9");
-  return labels;
+inline std::vector<std::uint8_t> read_idx_labels(input const& src, read_options const& opt = {}) {
+  return detail::reading(src, [&] {
+    std::string const& path = src.name();
+    byte_reader in(src);
+    std::uint32_t const magic = detail::read_be32(in, "IDX header");
+    SDNN_EXPECTS(magic == 0x00000801u, "io: '", path, "' is not an IDX label file: magic 0x", std::hex, magic,
+                 ", expected 0x801 (unsigned byte, 1 dimension)");
+    std::int32_t const count = detail::checked_dim(detail::read_be32(in, "IDX header"), path, "label count");
+    SDNN_EXPECTS(detail::claim_fits(static_cast<std::uint64_t>(count), 1, opt), "io: '", path,
+                 "': the IDX header claims ", count, " labels, more than read_options::max_claimed_bytes = ",
+                 opt.max_claimed_bytes, " allows (raise it to read this file)");
+    auto labels = detail::read_promised(in, static_cast<std::size_t>(count), "IDX labels");
+    detail::expect_end(in, "labels");
+    for (std::size_t i = 0; i < labels.size(); ++i)
+      SDNN_EXPECTS(labels[i] <= 9, "io: '", path, "': label ", i, " is ", int(labels[i]), ", not a digit 0..9");
+    return labels;
+  });
+}
+inline std::vector<std::uint8_t> read_idx_labels(std::string const& path, read_options const& opt = {}) {
+  return read_idx_labels(input::file(path), opt);
 }
 
 }  // namespace sdnn::io
