@@ -8,6 +8,7 @@
 #   libbenchmark-dev                the micro-benchmarks (built only where a GPU is visible)
 #   libopenmpi-dev, openmpi-bin     sdnn::mpi and the MPI tests (label `mpi`, 2 and 3 ranks)
 #   python3                         scripts/check_layering.py (CTest host.layering)
+#   clang, libclang-rt-dev          libFuzzer + ASan/UBSan for the fuzz targets (label `fuzz`, tests/fuzz)
 #
 # Nothing missing: prints one line, exits 0, installs nothing. Something missing: installs it
 # with apt-get as root, or through sudo where sudo is available; otherwise prints the exact
@@ -20,7 +21,7 @@ if [ "${SDNN_SKIP_DEPS:-0}" = "1" ]; then
   exit 0
 fi
 
-packages=(cmake g++ catch2 zlib1g-dev libbenchmark-dev libopenmpi-dev openmpi-bin python3)
+packages=(cmake g++ catch2 zlib1g-dev libbenchmark-dev libopenmpi-dev openmpi-bin python3 clang libclang-rt-dev)
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   echo "install_test_deps: not a Debian/Ubuntu (apt) system. The tests need: CMake >= 3.24, a C++17" >&2
