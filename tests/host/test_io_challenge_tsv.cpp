@@ -240,3 +240,26 @@ TEST_CASE("parse_real: the exact fast path and the general parser agree with str
   for (char const* t : {"", "+", "-", "+-1", "1e", "1e+", "1.2.3", "0x", "--1", "1 ", "abc"})
     CHECK_FALSE(io::detail::parse_real(std::string_view(t), f));
 }
+
+TEST_CASE("challenge readers: a value below float's range rounds (to 0), one above it is refused", "[io]") {
+  float f = -1.f;
+  REQUIRE(io::detail::parse_real("1e-50", f));
+  REQUIRE(f == 0.f);
+  REQUIRE_FALSE(std::signbit(f));
+  REQUIRE(io::detail::parse_real("-1e-50", f));
+  REQUIRE((f == 0.f && std::signbit(f)));
+  REQUIRE(io::detail::parse_real("1e-40", f));  // a float denormal, correctly rounded
+  REQUIRE(f == std::strtof("1e-40", nullptr));
+  REQUIRE_FALSE(io::detail::parse_real("1e50", f));
+  double d = 0;
+  REQUIRE(io::detail::parse_real("1e-400", d));
+  REQUIRE(d == 0.0);
+  REQUIRE_FALSE(io::detail::parse_real("1e400", d));
+  temp_dir dir;
+  auto const p = dir.write("tiny.tsv", "1\t1\t1e-50\n2\t2\t0.0625\n");
+  auto const w = io::read_challenge_layer(p, 4);
+  REQUIRE(w.nnz() == 2);
+  REQUIRE(w.values()[0] == 0.f);
+  REQUIRE(has(error_text([&] { io::read_challenge_layer(dir.write("huge.tsv", "1\t1\t1e50\n"), 4); }),
+              "line 1: value '1e50' is not a number"));
+}

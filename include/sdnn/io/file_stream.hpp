@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -545,6 +546,17 @@ bool parse_real(std::string_view s, T& out) {
   }
 #if defined(__cpp_lib_to_chars) && __cpp_lib_to_chars >= 201611L
   auto const r = std::from_chars(b, e, out);
+  if (r.ec == std::errc::result_out_of_range && r.ptr == e && !std::is_same_v<T, long double>) {
+    // A magnitude below T's range rounds to T's nearest value (0 or a denormal), as strtof
+    // would: '1e-50' is a float 0. One above it (overflow) stays refused.
+    long double wide = 0;
+    auto const w = std::from_chars(b, e, wide);
+    if (w.ec == std::errc() && w.ptr == e && std::fabs(wide) < 1.0L) {
+      out = static_cast<T>(wide);
+      return true;
+    }
+    return false;
+  }
   return r.ec == std::errc() && r.ptr == e;
 #else
   char tmp[128];
