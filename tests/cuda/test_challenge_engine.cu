@@ -3,6 +3,7 @@
 // every combination of the structure proofs on and off, on the official 1024 x 120 network, on
 // generated networks, and on networks built to break each proof.
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_engine_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/sdnn.hpp>
@@ -31,13 +32,8 @@ struct stream_guard {
   }
 };
 
-std::vector<float> dense_of(layer_t const& y) {
-  std::vector<float> d(static_cast<std::size_t>(y.rows()) * y.cols(), 0.f);
-  for (std::int32_t i = 0; i < y.rows(); ++i)
-    for (std::int32_t p = y.row_ptr()[i]; p < y.row_ptr()[i + 1]; ++p)
-      d[static_cast<std::size_t>(i) * y.cols() + y.col_idx()[p]] = y.values()[p];
-  return d;
-}
+using sdnn_test::dense_of;
+using sdnn_test::first_rows;
 
 // Runs the engine with the given options and compares with the reference: categories equal,
 // final activations bitwise equal (NaN positions equal, when the network makes NaNs).
@@ -94,14 +90,6 @@ void check_all_options(std::vector<layer_t> const& ws, float bias, layer_t const
         check_engine(ws, bias, inputs, exec, opt, what);
       }
     }
-}
-
-layer_t first_rows(layer_t const& y, std::int32_t k) {
-  layer_t c(k, y.cols(), y.row_ptr()[k]);
-  std::copy(y.row_ptr().begin(), y.row_ptr().begin() + k + 1, c.row_ptr().begin());
-  std::copy(y.col_idx().begin(), y.col_idx().begin() + c.nnz(), c.col_idx().begin());
-  std::copy(y.values().begin(), y.values().begin() + c.nnz(), c.values().begin());
-  return c;
 }
 
 layer_t copy_of(layer_t const& w) {
@@ -292,37 +280,10 @@ TEST_CASE("challenge engine: a layer with 65535 or more distinct weights turns t
   // N = 2048, 40 inputs per output: layers 0 and 1 with two weights, layer 2 with ~82 k distinct
   // ones (no compact index fits), layer 3 with two again.
   std::int32_t const n = 2048;
-  auto make = [n](std::int32_t l) {
-    std::mt19937 g(static_cast<unsigned>(100 + l));
-    std::uniform_int_distribution<int> col(0, n - 1);
-    std::uniform_real_distribution<float> u(-0.05f, 0.12f);
-    std::vector<std::int32_t> rp{0}, ci;
-    std::vector<float> v;
-    for (std::int32_t i = 0; i < n; ++i) {
-      std::vector<int> cs;
-      for (int e = 0; e < 40; ++e) cs.push_back(col(g));
-      std::sort(cs.begin(), cs.end());
-      cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
-      for (int c : cs) {
-        ci.push_back(c);
-        v.push_back(l == 2 ? u(g) : (c % 2 ? 0.0625f : 0.125f));
-      }
-      rp.push_back(static_cast<std::int32_t>(ci.size()));
-    }
-    return make_csr<float, std::int32_t>(n, n, rp, ci, v);
-  };
+  auto make = [n](std::int32_t l) { return sdnn_test::many_weights_layer(n, l); };
   std::vector<layer_t> ws;
   for (std::int32_t l = 0; l < 4; ++l) ws.push_back(make(l));
-  std::vector<std::int32_t> rp{0}, ci;
-  std::vector<float> v;
-  for (int i = 0; i < 60; ++i) {
-    for (int c = i % 7; c < n; c += 5 + i % 11) {
-      ci.push_back(c);
-      v.push_back(1.f);
-    }
-    rp.push_back(static_cast<std::int32_t>(ci.size()));
-  }
-  auto in = make_csr<float, std::int32_t>(60, n, rp, ci, v);
+  auto const in = sdnn_test::spread_inputs(60, n);
   auto const ref = reference::challenge_infer(in, ws, -0.05f, 32.f);
   auto const cats = reference::challenge_categories(ref);
   auto const want = dense_of(ref);

@@ -5,6 +5,7 @@
 // combination of the proofs and term encodings, for the streaming build on several threads,
 // and for a network whose later layer forces wide terms.
 #include "sdnn_catch.hpp"
+#include "sdnn_engine_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/data/radixnet.hpp>
@@ -22,6 +23,8 @@
 
 using namespace sdnn;
 using matrix = csr_matrix<float, std::int32_t>;
+using sdnn_test::dense_of;
+using sdnn_test::first_rows;
 
 namespace {
 
@@ -104,14 +107,6 @@ emulated emulate(ops::challenge_engine_layout const& lay, matrix const& in, floa
   return out;
 }
 
-std::vector<float> dense_of(matrix const& y) {
-  std::vector<float> d(static_cast<std::size_t>(y.rows()) * static_cast<std::size_t>(y.cols()), 0.f);
-  for (std::int32_t i = 0; i < y.rows(); ++i)
-    for (std::int32_t p = y.row_ptr()[i]; p < y.row_ptr()[i + 1]; ++p)
-      d[static_cast<std::size_t>(i) * static_cast<std::size_t>(y.cols()) + y.col_idx()[p]] = y.values()[p];
-  return d;
-}
-
 ops::challenge_engine_layout layout_of(std::vector<matrix> const& ws, float bias, ops::challenge_engine_options opt,
                                        int threads = 1) {
   return ops::build_challenge_engine_layout(
@@ -153,14 +148,6 @@ void check_all(std::vector<matrix> const& ws, float bias, matrix const& in, std:
           check(ws, bias, in, opt, what);
         }
       }
-}
-
-matrix first_rows(matrix const& y, std::int32_t k) {
-  matrix c(k, y.cols(), y.row_ptr()[k]);
-  std::copy(y.row_ptr().begin(), y.row_ptr().begin() + k + 1, c.row_ptr().begin());
-  std::copy(y.col_idx().begin(), y.col_idx().begin() + c.nnz(), c.col_idx().begin());
-  std::copy(y.values().begin(), y.values().begin() + c.nnz(), c.values().begin());
-  return c;
 }
 
 matrix official_images(std::int32_t count) {
@@ -250,37 +237,9 @@ TEST_CASE("engine layout: networks that break each proof, many distinct weights,
   }
   SECTION("a layer with 65535 or more distinct weights turns the earlier layers' terms wide") {
     std::int32_t const n = 2048;
-    auto make = [n](std::int32_t l) {
-      std::mt19937 g(static_cast<unsigned>(100 + l));
-      std::uniform_int_distribution<int> col(0, n - 1);
-      std::uniform_real_distribution<float> u(-0.05f, 0.12f);
-      std::vector<std::int32_t> rp{0}, ci;
-      std::vector<float> v;
-      for (std::int32_t i = 0; i < n; ++i) {
-        std::vector<int> cs;
-        for (int e = 0; e < 40; ++e) cs.push_back(col(g));
-        std::sort(cs.begin(), cs.end());
-        cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
-        for (int c : cs) {
-          ci.push_back(c);
-          v.push_back(l == 2 ? u(g) : (c % 2 ? 0.0625f : 0.125f));
-        }
-        rp.push_back(static_cast<std::int32_t>(ci.size()));
-      }
-      return make_csr<float, std::int32_t>(n, n, rp, ci, v);
-    };
     std::vector<matrix> ws;
-    for (std::int32_t l = 0; l < 4; ++l) ws.push_back(make(l));
-    std::vector<std::int32_t> rp{0}, ci;
-    std::vector<float> v;
-    for (int i = 0; i < 40; ++i) {
-      for (int c = i % 7; c < n; c += 5 + i % 11) {
-        ci.push_back(c);
-        v.push_back(1.f);
-      }
-      rp.push_back(static_cast<std::int32_t>(ci.size()));
-    }
-    auto const in = make_csr<float, std::int32_t>(40, n, rp, ci, v);
+    for (std::int32_t l = 0; l < 4; ++l) ws.push_back(sdnn_test::many_weights_layer(n, l));
+    auto const in = sdnn_test::spread_inputs(40, n);
     ops::challenge_engine_options opt;
     auto const lay = layout_of(ws, -0.05f, opt, 3);
     REQUIRE_FALSE(lay.compact);
