@@ -23,6 +23,8 @@
 // " [file.hpp:123]" that sdnn::error appends to its messages, for messages shown to users.
 #pragma once
 
+#include <sdnn/core/error.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -66,12 +68,7 @@ class usage_error : public error {
 };
 
 namespace detail {
-template <class... Args>
-std::string concat(Args const&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
-}
+using ::sdnn::detail::concat;  // sdnn/core/error.hpp
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------
