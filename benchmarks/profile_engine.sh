@@ -3,7 +3,7 @@
 # configure a Release build with -lineinfo, build graph_challenge only, time the variants,
 # then ncu (full set, source-level) on one launch of the engine kernel per variant.
 #   benchmarks/profile_engine.sh [build-dir]
-# env: OUT (results), VARIANTS, CONFIGS (N:L list), NO_NCU=1 (timings only), TESTS (a Catch2
+# env: OUT (results), VARIANTS, CONFIGS (N:L list), REPS, TIMEOUT (s per timing run), NO_NCU=1 (timings only), TESTS (a Catch2
 #      filter: also build and run the device tests), SANITIZE (memcheck racecheck), SANITIZE_TESTS
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,8 +33,8 @@ for cfg in ${CONFIGS:-1024:120}; do
   n=${cfg%%:*}; l=${cfg##*:}
   for v in ${VARIANTS:-depth_first depth_first_plain}; do
     echo "== $n x $l $v"
-    timeout 120 "$exe" bench --neurons "$n" --layers "$l" --policy "$v" --reps 5 > "$OUT/time_${n}_${l}_$v.txt" 2>&1
-    grep -E "inference seconds|categories:|engine:" "$OUT/time_${n}_${l}_$v.txt" | sed 's/^/   /'
+    timeout "${TIMEOUT:-120}" "$exe" bench --neurons "$n" --layers "$l" --policy "$v" --reps "${REPS:-5}" > "$OUT/time_${n}_${l}_$v.txt" 2>&1
+    grep -E "inference seconds|categories:|engine:|plan|error" "$OUT/time_${n}_${l}_$v.txt" | sed 's/^/   /'
     if [ -z "${NO_NCU:-}" ]; then
       timeout 300 ncu --set full --import-source yes -k regex:challenge_engine --launch-skip 1 -c 1 \
         -o "$OUT/ncu_${n}_${l}_$v" -f "$exe" bench --neurons "$n" --layers "$l" --policy "$v" --reps 1 \
