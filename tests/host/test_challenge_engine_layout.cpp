@@ -17,7 +17,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,9 +60,9 @@ emulated emulate(ops::challenge_engine_layout const& lay, matrix const& in, floa
       for (std::int32_t u = 0; u < d; ++u) {
         float z = 0.f;
         if (lay.uniform) {
-          std::int64_t const base = ds.term_base + static_cast<std::int64_t>(u / 32) * 32 * ds.length + u % 32;
           for (std::int32_t p = 0; p < ds.length; ++p) {  // no zero test (see the kernel)
-            float const prod = src[lay.compact_terms[static_cast<std::size_t>(base + 32 * p)]] * ds.weight;
+            auto const e = static_cast<std::size_t>(challenge_engine_uniform_at(ds.term_base, ds.length, u, p));
+            float const prod = src[lay.uniform_terms[e]] * ds.weight;
             z = z + prod;
           }
         } else {
@@ -190,6 +192,7 @@ TEST_CASE("engine layout: the streaming build on several threads gives the same 
     REQUIRE(many.desc.size() == one.desc.size());
     REQUIRE(std::memcmp(many.desc.data(), one.desc.data(), one.desc.size() * sizeof(one.desc[0])) == 0);
     REQUIRE(many.compact_terms == one.compact_terms);
+    REQUIRE(many.uniform_terms == one.uniform_terms);
     REQUIRE(many.values == one.values);
     REQUIRE(many.last_class == one.last_class);
     REQUIRE(many.folds == one.folds);
@@ -247,4 +250,73 @@ TEST_CASE("engine layout: networks that break each proof, many distinct weights,
     REQUIRE(lay.wide.size() > 0);
     check(ws, -0.05f, in, opt, "many distinct weights in layer 2");
   }
+}
+
+TEST_CASE("engine layout: the fast path's 16-bit terms in groups of 4, with a partial last slice", "[engine_layout]") {
+  // N = 72 (two slices of 32 classes and one of 8), every output 8 distinct inputs, one weight:
+  // every layer takes the fast path without folding; the last slice's missing classes are padding.
+  std::int32_t const n = 72;
+  std::mt19937 gen(7);
+  std::vector<matrix> ws;
+  for (int l = 0; l < 5; ++l) {
+    std::vector<std::vector<std::int32_t>> in_of(static_cast<std::size_t>(n));
+    for (std::int32_t j = 0; j < n; ++j) {
+      std::vector<std::int32_t> ks(static_cast<std::size_t>(n));
+      std::iota(ks.begin(), ks.end(), 0);
+      std::shuffle(ks.begin(), ks.end(), gen);
+      ks.resize(8);
+      in_of[static_cast<std::size_t>(j)] = ks;
+    }
+    // CSR rows = inputs k, columns = outputs j.
+    std::vector<std::vector<std::int32_t>> out_of(static_cast<std::size_t>(n));
+    for (std::int32_t j = 0; j < n; ++j)
+      for (auto k : in_of[static_cast<std::size_t>(j)]) out_of[static_cast<std::size_t>(k)].push_back(j);
+    matrix w(n, n, n * 8);
+    std::int32_t e = 0;
+    for (std::int32_t k = 0; k < n; ++k) {
+      w.row_ptr()[k] = e;
+      auto& js = out_of[static_cast<std::size_t>(k)];
+      std::sort(js.begin(), js.end());
+      for (auto j : js) {
+        w.col_idx()[e] = j;
+        w.values()[e] = 0.25f;
+        ++e;
+      }
+    }
+    w.row_ptr()[n] = e;
+    ws.push_back(std::move(w));
+  }
+  ops::challenge_engine_options opt;
+  opt.structure.folding = false;
+  auto const lay = layout_of(ws, -0.1f, opt);
+  REQUIRE(lay.uniform);
+  REQUIRE(lay.compact_terms.empty());
+  REQUIRE(lay.max_distinct == n);
+  REQUIRE(lay.uniform_terms.size() == std::size_t{5} * 3 * 32 * 8);  // 3 slices of 32 x 8 terms per layer
+  for (auto const& ds : lay.desc) {
+    REQUIRE(ds.length == 8);
+    REQUIRE(ds.term_base % 4 == 0);  // 8-byte aligned groups
+  }
+  // class u's terms are its inputs, ascending (layer 0: no folding, so classes are neurons)
+  auto const& d0 = lay.desc[0];
+  auto const wt = transpose(ws[0]);
+  for (std::int32_t u = 0; u < n; ++u)
+    for (std::int32_t p = 0; p < 8; ++p)
+      REQUIRE(lay.uniform_terms[static_cast<std::size_t>(challenge_engine_uniform_at(d0.term_base, 8, u, p))] ==
+              wt.col_idx()[wt.row_ptr()[u] + p]);
+  matrix in(30, n, 30 * 10);
+  std::uniform_int_distribution<std::int32_t> col(0, n - 1);
+  std::int32_t e = 0;
+  for (std::int32_t r = 0; r < 30; ++r) {
+    in.row_ptr()[r] = e;
+    std::set<std::int32_t> cs;
+    while (cs.size() < 10) cs.insert(col(gen));
+    for (auto c : cs) {
+      in.col_idx()[e] = c;
+      in.values()[e] = 1.f;
+      ++e;
+    }
+  }
+  in.row_ptr()[30] = e;
+  check_all(ws, -0.1f, in, "N = 72, 8 inputs per output, one weight");
 }

@@ -40,10 +40,17 @@ struct alignas(8) challenge_engine_term {
 using challenge_engine_compact_term = std::uint32_t;
 inline constexpr std::uint32_t challenge_engine_compact_empty = 0xffffu;
 //  - uniform (the fast path, when every layer qualifies): each layer has one finite weight and
-//    all its classes the same number of terms, a multiple of 4 (no padding); a term is its
-//    input k (the compact encoding with weight index 0), and zero inputs need no test (below).
+//    all its classes the same number of terms len, a multiple of 4; a term is its 16-bit input
+//    k (N <= 65536), and zero inputs need no test (kernels/challenge_engine.cuh). The terms of a
+//    slice are grouped by 4: term p of class u at challenge_engine_uniform_at(term_base, len, u,
+//    p), so a lane reads its class's next 4 terms with one 8-byte load and a warp 256
+//    consecutive bytes (half the bytes and a quarter of the loads of compact terms).
 struct challenge_engine_uniform_term {
-  std::uint32_t k;
+  std::uint16_t k;
 };
+constexpr std::int64_t challenge_engine_uniform_at(std::int64_t term_base, std::int32_t len, std::int32_t u,
+                                                   std::int32_t p) {
+  return term_base + static_cast<std::int64_t>(u >> 5) * 32 * len + 128 * (p >> 2) + 4 * (u & 31) + (p & 3);
+}
 
 }  // namespace sdnn

@@ -51,7 +51,7 @@ struct challenge_engine_layers {
   std::int32_t layers = 0, n = 0, max_distinct = 0;
   challenge_engine_layer_desc const* desc = nullptr;  // [L]
   challenge_engine_slice const* slices = nullptr;     // per slice of 32 classes
-  void const* terms = nullptr;                        // challenge_engine_term or compact terms
+  void const* terms = nullptr;                        // wide, compact or uniform (16-bit) terms
   float const* values = nullptr;                      // compact terms: each layer's distinct weights
   std::int32_t const* last_class = nullptr;           // [N]: class of output neuron j in layer L - 1
 };
@@ -150,43 +150,34 @@ __device__ __forceinline__ float engine_class_sum(Term const* tm, int len, float
 }
 
 // The fast path's sums for two classes at once (two independent chains; tb == nullptr: one
-// class). Every weight is w, finite: a zero input adds 0 * w = +-0 to an accumulator that is
+// class). ta, tb: the class's first group of 4 16-bit terms (challenge_engine_uniform_at; the
+// next group is 128 terms on), read 8 bytes at a time, the next group in flight while this one
+// is summed. Every weight is w, finite: a zero input adds 0 * w = +-0 to an accumulator that is
 // never -0 (it starts at +0, and x + (-x) rounds to +0), which leaves it unchanged, so the
 // reference's skip of zero inputs needs no test. len: a multiple of 4.
-__device__ __forceinline__ void engine_uniform_sums(std::uint32_t const* ta, std::uint32_t const* tb, int len,
+__device__ __forceinline__ void engine_uniform_sums(std::uint16_t const* ta, std::uint16_t const* tb, int len,
                                                     float const* src, float w, float& za, float& zb) {
-  constexpr int C = 4;
   float a = 0.f, b = 0.f;
-  std::uint32_t ca[C], cb[C];
-#pragma unroll
-  for (int q = 0; q < C; ++q) {
-    ca[q] = __ldg(ta + 32 * q);
-    cb[q] = tb ? __ldg(tb + 32 * q) : 0u;
-  }
-  for (int p0 = 0; p0 < len; p0 += C) {
-    std::uint32_t na[C], nb[C];
-    bool const more = p0 + C < len;
-#pragma unroll
-    for (int q = 0; q < C; ++q) {
-      na[q] = more ? __ldg(ta + 32 * (p0 + C + q)) : 0u;
-      nb[q] = more && tb ? __ldg(tb + 32 * (p0 + C + q)) : 0u;
-    }
-    float ya[C], yb[C];
-#pragma unroll
-    for (int q = 0; q < C; ++q) {
-      ya[q] = src[ca[q]];
-      yb[q] = src[cb[q]];
-    }
-#pragma unroll
-    for (int q = 0; q < C; ++q) {
-      a = __fadd_rn(a, __fmul_rn(ya[q], w));
-      b = __fadd_rn(b, __fmul_rn(yb[q], w));
-    }
-#pragma unroll
-    for (int q = 0; q < C; ++q) {
-      ca[q] = na[q];
-      cb[q] = nb[q];
-    }
+  auto const* ga = reinterpret_cast<uint2 const*>(ta);
+  auto const* gb = reinterpret_cast<uint2 const*>(tb);
+  uint2 ca = __ldg(ga), cb = tb ? __ldg(gb) : make_uint2(0u, 0u);
+  for (int p0 = 0; p0 < len; p0 += 4) {
+    bool const more = p0 + 4 < len;
+    // 128 terms = 32 groups of 4 = 32 uint2 between a class's consecutive groups.
+    uint2 const na = more ? __ldg(ga + 32 * ((p0 >> 2) + 1)) : make_uint2(0u, 0u);
+    uint2 const nb = more && tb ? __ldg(gb + 32 * ((p0 >> 2) + 1)) : make_uint2(0u, 0u);
+    float const ya0 = src[ca.x & 0xffffu], ya1 = src[ca.x >> 16], ya2 = src[ca.y & 0xffffu], ya3 = src[ca.y >> 16];
+    float const yb0 = src[cb.x & 0xffffu], yb1 = src[cb.x >> 16], yb2 = src[cb.y & 0xffffu], yb3 = src[cb.y >> 16];
+    a = __fadd_rn(a, __fmul_rn(ya0, w));
+    b = __fadd_rn(b, __fmul_rn(yb0, w));
+    a = __fadd_rn(a, __fmul_rn(ya1, w));
+    b = __fadd_rn(b, __fmul_rn(yb1, w));
+    a = __fadd_rn(a, __fmul_rn(ya2, w));
+    b = __fadd_rn(b, __fmul_rn(yb2, w));
+    a = __fadd_rn(a, __fmul_rn(ya3, w));
+    b = __fadd_rn(b, __fmul_rn(yb3, w));
+    ca = na;
+    cb = nb;
   }
   za = a;
   zb = b;
@@ -251,13 +242,14 @@ __global__ void __launch_bounds__(T * Teams)
       std::int32_t const d = dsc.distinct & ~challenge_engine_suffix_bit;
       bool nz = false, ac = true;
       if constexpr (std::is_same_v<Term, challenge_engine_uniform_term>) {
-        // Class u's term p at (u / 32) * 32 * len + 32 p + u % 32; this thread's classes in pairs.
-        auto const* tu = static_cast<std::uint32_t const*>(net.terms) + dsc.term_base;
+        // Class u's terms from challenge_engine_uniform_at(term_base, len, u, 0); this thread's
+        // classes in pairs.
+        auto const* tu = static_cast<std::uint16_t const*>(net.terms);
         int const len = dsc.length;
         for (std::int32_t u = t; u < d; u += 2 * T) {
           std::int32_t const v = u + T;
-          std::uint32_t const* ta = tu + static_cast<std::int64_t>(u >> 5) * 32 * len + (u & 31);
-          std::uint32_t const* tb = v < d ? tu + static_cast<std::int64_t>(v >> 5) * 32 * len + (v & 31) : nullptr;
+          std::uint16_t const* ta = tu + challenge_engine_uniform_at(dsc.term_base, len, u, 0);
+          std::uint16_t const* tb = v < d ? tu + challenge_engine_uniform_at(dsc.term_base, len, v, 0) : nullptr;
           float za, zb;
           engine_uniform_sums(ta, tb, len, src, dsc.weight, za, zb);
           float const oa = epi(za, u);

@@ -102,7 +102,9 @@ class challenge_engine_plan {
                                (scratch_.input_shared ? 0 : n_);
     d_desc_ = to_device(lay.desc.data(), lay.desc.size(), exec);
     d_slices_ = to_device(lay.slices.data(), lay.slices.size(), exec);
-    if (compact_)
+    if (uniform_)
+      d_uniform_ = to_device(lay.uniform_terms.data(), lay.uniform_terms.size(), exec);
+    else if (compact_)
       d_compact_ = to_device(lay.compact_terms.data(), lay.compact_terms.size(), exec);
     else
       d_wide_ = to_device(lay.wide.data(), lay.wide.size(), exec);
@@ -133,7 +135,7 @@ class challenge_engine_plan {
   bool state_in_shared_memory() const noexcept { return scratch_.state_shared; }
   bool input_in_shared_memory() const noexcept { return scratch_.input_shared; }
   // Terms: 4-byte compact ones or 8-byte (input, weight); the fast path (every layer with one
-  // finite weight and classes of one length, a multiple of 4).
+  // finite weight and classes of one length, a multiple of 4: 2-byte terms).
   bool compact_terms() const noexcept { return compact_; }
   bool fast_path() const noexcept { return uniform_; }
   // The proofs as made at plan time, and the fold factor used per layer (1: not folded).
@@ -219,7 +221,9 @@ class challenge_engine_plan {
     v.max_distinct = max_distinct_;
     v.desc = d_desc_.data();
     v.slices = d_slices_.data();
-    v.terms = compact_ ? static_cast<void const*>(d_compact_.data()) : static_cast<void const*>(d_wide_.data());
+    v.terms = uniform_   ? static_cast<void const*>(d_uniform_.data())
+              : compact_ ? static_cast<void const*>(d_compact_.data())
+                         : static_cast<void const*>(d_wide_.data());
     v.values = d_values_.data();
     v.last_class = d_last_class_.data();
     return v;
@@ -240,6 +244,7 @@ class challenge_engine_plan {
   buffer<challenge_engine_slice, device_space> d_slices_;
   buffer<challenge_engine_term, device_space> d_wide_;
   buffer<challenge_engine_compact_term, device_space> d_compact_;
+  buffer<std::uint16_t, device_space> d_uniform_;
   buffer<float, device_space> d_values_;
   buffer<float, device_space> d_scratch_;
   buffer<int, device_space> d_queue_;

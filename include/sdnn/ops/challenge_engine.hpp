@@ -26,8 +26,9 @@
 // floats: about 138 MB at N = 65536 with folding, where the input row moves to global memory;
 // without folding at N = 65536 the state moves too, 2 x 256 KB per team, L2-resident for the
 // teams in flight). Bytes moved per row-layer at N = 65536 with folding (4096 classes of 32
-// terms): 1 MB of terms (index + weight, 8 B each) from L2 and 512 KB of state reads from
-// shared memory; layer 1 also gathers its 4096 x 32 inputs from the global input row (L2).
+// terms): 256 KB of terms from L2 on the fast path (16-bit inputs; 512 KB as compact terms, 1 MB
+// as wide ones) and 512 KB of state reads from shared memory; layer 1 also gathers its
+// 4096 x 32 inputs from the global input row (L2).
 //
 // Limits (can_implement): int32 row and column indices; N < 2^30.
 #pragma once

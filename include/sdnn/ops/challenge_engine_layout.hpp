@@ -29,11 +29,12 @@ struct challenge_engine_layout {
   std::int64_t n = 0, connections = 0;
   std::int32_t max_distinct = 0;
   bool compact = false;  // terms: compact (4 bytes) or wide (8 bytes)
-  bool uniform = false;  // every layer on the fast path (compact terms with weight index 0)
+  bool uniform = false;  // every layer on the fast path: uniform_terms replace compact_terms
   std::vector<challenge_engine_layer_desc> desc;  // [L]
   std::vector<challenge_engine_slice> slices;
   std::vector<challenge_engine_term> wide;
-  std::vector<challenge_engine_compact_term> compact_terms;
+  std::vector<challenge_engine_compact_term> compact_terms;  // empty when uniform
+  std::vector<std::uint16_t> uniform_terms;  // the fast path's 16-bit terms (same term_base and count)
   std::vector<float> values;            // compact: each layer's distinct weights
   std::vector<std::int32_t> last_class;  // [N]: class of output neuron j in the last layer
   std::vector<double> folds;            // [L]: N / classes
@@ -237,6 +238,25 @@ challenge_engine_layout build_challenge_engine_layout(std::int32_t L, Prepare&& 
   for (std::int32_t l = 0; l < L; ++l)
     if (out.report.may_retire_on_entry(l)) desc[static_cast<std::size_t>(l)].distinct |= challenge_engine_suffix_bit;
   out.uniform = out.compact && opt.fast_path && uniform_layers == L;
+  if (out.uniform) {
+    // The same terms as 16-bit inputs in groups of 4 (challenge_engine_uniform_at); a layer's
+    // slices are full (len terms of 32 classes, the last slice's missing classes padded), so
+    // the term count and each term_base stay, and every layer starts 8-byte aligned (32 x len,
+    // len a multiple of 4).
+    out.uniform_terms.assign(compact.size(), 0);
+    for (std::int32_t l = 0; l < L; ++l) {
+      auto const& ds = desc[static_cast<std::size_t>(l)];
+      std::int32_t const d = ds.distinct & ~challenge_engine_suffix_bit;
+      for (std::int32_t u = 0; u < d; ++u)
+        for (std::int32_t p = 0; p < ds.length; ++p)
+          out.uniform_terms[static_cast<std::size_t>(challenge_engine_uniform_at(ds.term_base, ds.length, u, p))] =
+              static_cast<std::uint16_t>(
+                  compact[static_cast<std::size_t>(ds.term_base + static_cast<std::int64_t>(u >> 5) * 32 * ds.length +
+                                                   32 * p + (u & 31))] &
+                  0xffffu);
+    }
+    std::vector<challenge_engine_compact_term>().swap(compact);
+  }
   out.last_class = std::move(prev_class);
   return out;
 }
