@@ -941,13 +941,14 @@ int run_ranks_body(int argc, char** argv, MPI_Comm comm) {
   }
 
   machine m;
-  int device = -1;
+  int device = -1, devices = 0;
   dmpi::collective_step(comm, "choosing the GPU", [&] {
     user_step([&] {
 #if defined(__CUDACC__)
       int count = 0;
       if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) {
         device = local_rank % count;
+        devices = count;
         SDNN_CUDA_CHECK(cudaSetDevice(device));
       } else {
         cudaGetLastError();
@@ -956,6 +957,13 @@ int run_ranks_body(int argc, char** argv, MPI_Comm comm) {
       m = probe();
     });
   });
+  // More ranks than GPUs on a machine: they share GPUs (and their memory and time), which is
+  // correct but slower than one rank per GPU; said once per machine.
+  if (devices > 0 && local_ranks > devices && local_rank == 0)
+    std::fprintf(stderr,
+                 "%s: warning: %d ranks share %d GPU%s on this machine (rank r uses GPU r mod %d): the ranks' "
+                 "times include waiting for each other; run at most one rank per GPU\n",
+                 program_name, local_ranks, devices, devices == 1 ? "" : "s", devices);
   // One GPU per rank: a run on the GPU needs one on every rank (infer --backend host needs none).
   bool const needs_gpu = !(o.command == "infer" && o.has("backend") && o.text("backend") == "host");
   int const has_gpu = m.gpu ? 1 : 0;
