@@ -213,7 +213,7 @@ __global__ void softmax_xent_rows_kernel(dense_view<T const> logits, Label const
   std::int64_t const B = logits.rows, C = logits.cols;
   int const lane = static_cast<int>(threadIdx.x) & 31;
   std::int64_t const warps = std::int64_t(gridDim.x) * (blockDim.x / 32);
-  double const inv_b = 1.0 / double(B);
+  double const b = double(B);
   for (std::int64_t r = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) / 32; r < B; r += warps) {
     T const* z = logits.row(r);
     double m = -train_detail::inf_d();
@@ -225,15 +225,17 @@ __global__ void softmax_xent_rows_kernel(dense_view<T const> logits, Label const
     auto const lab = labels[r];
     bool const ok = train_detail::label_ok(lab, C);
     std::int64_t const y = ok ? static_cast<std::int64_t>(lab) : 0;
+    double const zy = C > 0 ? value_cast<double>(z[y]) : 0.0;
     if (lane == 0) {
-      row_loss[r] = ok ? log(s) - (value_cast<double>(z[y]) - m) : train_detail::nan_d();
+      row_loss[r] = ok ? log(s) - (zy - m) : train_detail::nan_d();
       if (!ok) atomicMin(bad_row, static_cast<unsigned long long>(r));
     }
+    __syncwarp();  // every lane's reads of row r (z[y] included) before any lane overwrites it (aliasing)
     if (dlogits.data) {
       T* d = dlogits.row(r);  // may alias z: each element is read (above, and here) before this lane writes it
       for (std::int64_t j = lane; j < C; j += 32) {
         double const e = exp(value_cast<double>(z[j]) - m);
-        d[j] = value_cast<T>(ok ? (e / s - (j == y ? 1.0 : 0.0)) * inv_b : train_detail::nan_d());
+        d[j] = value_cast<T>(ok ? (e / s - (j == y ? 1.0 : 0.0)) / b : train_detail::nan_d());
       }
     }
   }
