@@ -12,7 +12,7 @@
 //    rounding of len products and adds plus the epilogue's adds), and small-integer data
 //    (int8 symmetric per layer with max |w| = 127, so scale = 1; codebook of integers) with ==;
 //  - the plan protocol: runs on a stream other than the home stream, can_implement refusing
-//    inconsistent containers, shape errors.
+//    inconsistent containers, shape errors, a container with no entries and no parameters.
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_spmm_fixtures.hpp"
 
@@ -346,6 +346,26 @@ TEST_CASE("quantized plans: other streams, can_implement, shape errors", "[cuda]
     REQUIRE_THROWS_AS(splan.run(other, dx.cview(), bad.view(), epilogue_none<float>()), sdnn::error);
     SDNN_CUDA_CHECK(cudaStreamSynchronize(home.stream));
     SDNN_CUDA_CHECK(cudaStreamSynchronize(other.stream));
+  }
+
+  // A hand-made container without entries and without parameters: nothing is read, Y = epi(0).
+  {
+    quantized_csr<int8_encoding> empty;
+    empty.rows = 4;
+    empty.cols = 3;
+    empty.row_ptr.assign(5, 0);
+    empty.enc.granularity = quant_granularity::per_channel;
+    REQUIRE(ops::quantized_dense_sparse_plan<int8_encoding>::can_implement(empty).ok());
+    dense_matrix<float> x4(2, 4);
+    for (auto& v : x4.values()) v = 1.f;
+    device_dense<float> dx4(x4, 4, home), dy4(dense_matrix<float>(2, 3), 3, home);
+    auto epi = epilogue_none<float>();
+    epi.bias_scalar = 0.5f;
+    ops::quantized_dense_sparse_spmm(home, dx4.cview(), empty, dy4.view(), epi);
+    for (float v : download(dy4.d.data(), dy4.d.size(), home)) REQUIRE(v == 0.5f);
+    device_dense<float> db4(dense_matrix<float>(3, 2), 2, home), dc4(dense_matrix<float>(4, 2), 2, home);
+    ops::quantized_spmm(home, empty, db4.cview(), dc4.view(), epi);
+    for (float v : download(dc4.d.data(), dc4.d.size(), home)) REQUIRE(v == 0.5f);
   }
 
   // Inconsistent containers are refused before anything reaches the device.

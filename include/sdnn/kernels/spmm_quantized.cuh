@@ -76,8 +76,8 @@ namespace detail {
 
 // Decoders: channel(g) reads the parameters of channel g once, value(p, ch) decodes entry p.
 struct int8_channel {
-  float scale;
-  int zero;
+  float scale = 1.f;
+  int zero = 0;
 };
 struct int8_decoder {
   int8_values_view v;
@@ -164,8 +164,9 @@ __global__ void __launch_bounds__(Threads)
       float acc[Rows];
 #pragma unroll
       for (int r = 0; r < Rows; ++r) acc[r] = 0.f;
-      auto const ch = dec.channel(j);
       std::int64_t const pb = wt.row_ptr[j], pe = wt.row_ptr[j + 1];
+      // A column without entries reads no parameters (a container may hold none for it).
+      auto const ch = pb < pe ? dec.channel(j) : decltype(dec.channel(j)){};
 #pragma unroll 2
       for (std::int64_t p = pb; p < pe; ++p) {
         std::int64_t const kk = wt.col_idx[p];
