@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The GPU session of the quantized sparse weights (issue 12): builds the device tests and
+# bench_quantized_spmm, runs the [quantized] device tests (SDNN_REQUIRE_GPU=1: a missing GPU
+# fails), the same under compute-sanitizer memcheck, then the benchmark with its plot.
+#
+#   benchmarks/quantized_gpu.sh BUILD_DIR OUT_DIR          (from anywhere; about 10 minutes on
+#                                                          an H100 with 16 cores, most of it the
+#                                                          build)
+# Env: JOBS (default 16), ARCH (CUDA architectures, default 90), SKIP_BUILD=1 to reuse a build,
+#      BENCH_ARGS (extra arguments of the benchmark, e.g. --quick).
+# OUT_DIR gets five files:
+#   quantized_gpu.log                 every step's output and a summary at the end
+#   quantized_spmm.jsonl              one JSON line per (sparsity, kernel) (bench_util.cuh)
+#   quantized_spmm.gbench.json        Google Benchmark's own JSON
+#   quantized_spmm.png                benchmarks/plot_quantized.py
+#   status                            one line per step: name and exit status
+# Exit status: 0 when every step passed, else 1 (the later steps still run).
+set -uo pipefail
+B=${1:?usage: quantized_gpu.sh BUILD_DIR OUT_DIR}
+OUT=${2:?usage: quantized_gpu.sh BUILD_DIR OUT_DIR}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+JOBS=${JOBS:-16}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+LOG=$OUT/quantized_gpu.log
+: >"$LOG"
+: >"$OUT/status"
+fail=0
+say() { echo "== $* ($(date -u +%T))" | tee -a "$LOG"; }
+step() {  # step NAME CMD...: runs CMD with its output in the log, records its status
+  local name=$1
+  shift
+  say "$name"
+  local t0
+  t0=$(date +%s)
+  "$@" >>"$LOG" 2>&1
+  local rc=$?
+  echo "$name rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$OUT/status" "$LOG"
+  [ $rc -eq 0 ] || fail=1
+  return $rc
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nvcc --version | tail -2; } >>"$LOG" 2>&1
+
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  step configure cmake -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" \
+    -DSDNN_BUILD_TESTS=ON -DSDNN_BUILD_DEVICE_TESTS=ON -DSDNN_BUILD_BENCHMARKS=ON || { echo "configure failed"; exit 1; }
+  step build cmake --build "$B" -j"$JOBS" --target sdnn_cuda_tests bench_quantized_spmm || { echo "build failed: $LOG"; exit 1; }
+fi
+CT=$B/tests/sdnn_cuda_tests
+BENCH=$B/benchmarks/bench_quantized_spmm
+
+step tests env SDNN_REQUIRE_GPU=1 "$CT" "[quantized]" --durations yes
+step memcheck env SDNN_REQUIRE_GPU=1 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 "$CT" "[quantized]"
+
+rm -f "$OUT/quantized_spmm.jsonl"
+# BENCH_ARGS is split into words on purpose.
+# shellcheck disable=SC2086
+step bench env SDNN_BENCH_JSON="$OUT/quantized_spmm.jsonl" "$BENCH" ${BENCH_ARGS:-} \
+  --benchmark_out="$OUT/quantized_spmm.gbench.json" --benchmark_out_format=json --benchmark_counters_tabular=true
+step plot python3 "$SRC/benchmarks/plot_quantized.py" "$OUT/quantized_spmm.jsonl" "$OUT/quantized_spmm.png"
+
+say summary
+tee -a "$LOG" <"$OUT/status"
+lines=$(grep -E "ERROR SUMMARY|All tests passed|test cases:" "$LOG")
+echo "$lines" | tee -a "$LOG"
+exit $fail
