@@ -28,7 +28,7 @@ def main():
              "inference seconds = the slowest rank's (inputs on the device -> categories on the host), median of "
              "the repeats after a warm-up; speedup against the single-GPU run of the same call; imbalance = "
              "max / mean of the per-rank seconds.", "",
-             "| N x L | 1 GPU | " + " | ".join(f"{p} GPUs | speedup | imbalance" for p in ranks) + " | categories |",
+             "| N x L | 1 GPU | " + " | ".join(f"{p} GPUs | speedup | imbalance" for p in ranks) + " | category count |",
              "|---|---|" + "---|---|---|" * len(ranks) + "---|"]
     for c in configs:
         one = t[c].get(1)
@@ -44,7 +44,7 @@ def main():
             imb = max(rs) / (sum(rs) / len(rs)) if rs and sum(rs) > 0 else float("nan")
             cells += [f"{r['seconds'] * 1e3:.3f} ms", f"{one['seconds'] / r['seconds']:.2f}x" if one else "-",
                       f"{imb:.3f}"]
-        cells.append(("equal: " if len(cats) == 1 else "DIFFER: ") + ", ".join(str(x) for x in sorted(cats)))
+        cells.append(("same: " if len(cats) == 1 else "DIFFER: ") + ", ".join(str(x) for x in sorted(cats)))
         lines.append(f"| {c[0]} x {c[1]} | " + " | ".join(cells) + " |")
     open(stem + ".md", "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
