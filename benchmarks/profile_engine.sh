@@ -3,7 +3,8 @@
 # configure a Release build with -lineinfo, build graph_challenge only, time the variants,
 # then ncu (full set, source-level) on one launch of the engine kernel per variant.
 #   benchmarks/profile_engine.sh [build-dir]
-# env: OUT (results), VARIANTS, CONFIGS (N:L list), REPS, TIMEOUT (s per timing run), NO_NCU=1 (timings only), TESTS (a Catch2
+# env: OUT (results), VARIANTS, CONFIGS (N:L list), REPS, TIMEOUT (s per timing run), NO_NCU=1 (timings only),
+#      NCU_METRICS (a comma list: only those metrics, instead of the full set), TESTS (a Catch2
 #      filter: also build and run the device tests), SANITIZE (memcheck racecheck), SANITIZE_TESTS
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,12 @@ for cfg in ${CONFIGS:-1024:120}; do
     timeout "${TIMEOUT:-120}" "$exe" bench --neurons "$n" --layers "$l" --policy "$v" --reps "${REPS:-5}" > "$OUT/time_${n}_${l}_$v.txt" 2>&1
     grep -E "inference seconds|categories:|engine:|plan|error" "$OUT/time_${n}_${l}_$v.txt" | sed 's/^/   /'
     if [ -z "${NO_NCU:-}" ]; then
+      if [ -n "${NCU_METRICS:-}" ]; then  # a few named metrics only (fast), printed as a table
+        timeout 300 ncu --metrics "$NCU_METRICS" -k regex:challenge_engine --launch-skip 1 -c 1 "$exe" bench --neurons "$n" \
+          --layers "$l" --policy "$v" --reps 1 > "$OUT/ncu_${n}_${l}_$v.metrics.txt" 2>&1 || echo "   ncu rc=$?"
+        grep -E "^\s+[a-z_]+__" "$OUT/ncu_${n}_${l}_$v.metrics.txt" | sed 's/^/   /'
+        continue
+      fi
       timeout 300 ncu --set full --import-source yes -k regex:challenge_engine --launch-skip 1 -c 1 \
         -o "$OUT/ncu_${n}_${l}_$v" -f "$exe" bench --neurons "$n" --layers "$l" --policy "$v" --reps 1 \
         > "$OUT/ncu_${n}_${l}_$v.log" 2>&1 || { echo "   ncu rc=$?"; tail -5 "$OUT/ncu_${n}_${l}_$v.log"; }
