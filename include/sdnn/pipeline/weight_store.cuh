@@ -167,6 +167,7 @@ class weight_store {
     auto const& p = layers_[l];
     unsigned char const* base = slot_[s].data();
     epi.bias = p.has_bias ? reinterpret_cast<Acc const*>(base + p.off_bias) : nullptr;
+    (void)epi;  // unused for the policies that cannot stream (the constructor refused them)
     SDNN_EXPECTS_DIMS(in.cols == p.k && out.cols == p.n, "weight_store: layer ", l, " is ", p.k, " -> ", p.n,
                       ", got ", in.cols, " -> ", out.cols);
     if constexpr (streams_weights_v<Policy>) {
