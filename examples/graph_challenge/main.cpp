@@ -27,6 +27,7 @@
 #include <sdnn/io/mnist_idx.hpp>
 #include <sdnn/layers/sparse_linear.hpp>
 #include <sdnn/pipeline/challenge.hpp>
+#include <sdnn/pipeline/weight_store.hpp>
 #include <sdnn/policies/dense_sparse.hpp>
 #include <sdnn/reference/challenge.hpp>
 
@@ -134,6 +135,14 @@ struct outcome {
   std::int64_t batches = 0;
   std::string engine;  // the depth-first engine: what it computed and which proofs held (else empty)
   std::string engine_json;
+  std::string weights, weights_json;  // streamed weights (--weight-store): bytes and bandwidth (else empty)
+};
+
+// --weight-store and --device-memory-budget of infer and bench (pipeline policies only).
+struct weight_args {
+  pipeline::weight_placement mode = pipeline::weight_placement::device;
+  std::uint64_t budget = 0;  // bytes; 0 = none
+  bool given = false;        // either option on the command line (the summary then says where the weights were)
 };
 
 // Layer sources: layer l (0-based) as a host CSR (N x N, row = input neuron).
@@ -212,6 +221,11 @@ struct layer_source {
   host_layer_fn host;
   device_layer_fn device;
 };
+// With --weight-store host or auto the layers come from the host source when there is one
+// (streamed layers are packed from host weights).
+bool use_host_layers(layer_source const& make, weight_args const& wa) {
+  return make.host && (!make.device || wa.mode != pipeline::weight_placement::device);
+}
 // One warm-up run (for the pipeline: CUDA Graph capture), then `reps` timed runs (reps <= 0: 5
 // when the warm-up took under a second, else 1); every run's categories must equal the warm-up's.
 // Returns the warm-up's result and sets seconds (median of the timed runs), warm_s and reps.
@@ -240,7 +254,7 @@ auto timed_runs(cudaStream_t s, Run&& run, int& reps, double& seconds, double& w
 // picks 5 when the warm-up took under a second, else 1.
 template <class Policy>
 outcome run_device(std::int32_t layers_n, float bias, layer_source const& make, host_csr const& inputs, int reps,
-                   std::int64_t max_batch) {
+                   std::int64_t max_batch, weight_args const& wa = {}) {
   cudaStream_t s;
   SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cuda_exec exec{s};
@@ -248,12 +262,15 @@ outcome run_device(std::int32_t layers_n, float bias, layer_source const& make, 
   {
     using layer_t = layers::sparse_linear<float, format::csr, Policy>;
     std::vector<std::shared_ptr<layer_t>> layers;
+    bool const host_layers = use_host_layers(make, wa);
     for (std::int32_t l = 0; l < layers_n; ++l)
-      layers.push_back(make.host ? std::make_shared<layer_t>(make.host(l), epilogue_challenge<float>(bias))
-                                 : std::make_shared<layer_t>(make.device(l, exec), epilogue_challenge<float>(bias), exec));
+      layers.push_back(host_layers ? std::make_shared<layer_t>(make.host(l), epilogue_challenge<float>(bias))
+                                   : std::make_shared<layer_t>(make.device(l, exec), epilogue_challenge<float>(bias), exec));
     pipeline::challenge_network<Policy> net(layers);
     pipeline::challenge_options opt;
     opt.max_batch = max_batch;
+    opt.weights = wa.mode;
+    opt.device_memory_budget = wa.budget;
     auto in_d = to_device(inputs, exec);
     net.plan(inputs.rows(), exec, opt);
     double warm_s = 0;
@@ -263,6 +280,45 @@ outcome run_device(std::int32_t layers_n, float bias, layer_source const& make, 
     out.connections = net.connections();
     std::fprintf(stderr, "  (warm-up run %.4f s incl. graph capture; %d timed runs; batch %lld rows)\n", warm_s, reps,
                  static_cast<long long>(net.batch()));
+    auto const& st = net.weight_stats();
+    // FNV-1a of the category ids: streamed and resident runs are compared by it (bench prints no ids)
+    unsigned long long fnv = 1469598103934665603ull;
+    for (auto c : out.categories)
+      for (int b = 0; b < 4; ++b) fnv = (fnv ^ ((static_cast<std::uint32_t>(c) >> (8 * b)) & 0xffu)) * 1099511628211ull;
+    char hash[40];
+    std::snprintf(hash, sizeof hash, ",\"categories_fnv1a\":\"%016llx\"", fnv);
+    if (st.streamed) {  // what the last timed run streamed, against the link's measured peak
+      double const peak = pipeline::measure_h2d_peak();
+      double const achieved = st.copy_seconds > 0 ? static_cast<double>(st.bytes) / st.copy_seconds : 0;
+      double const overall = out.seconds > 0 ? static_cast<double>(st.bytes) / out.seconds : 0;
+      char buf[768];
+      std::snprintf(buf, sizeof buf,
+                    "streamed from pinned host memory, %d slots of %.1f MiB (budget %s); %.3f GB in %lld uploads per "
+                    "run; H2D %.2f GB/s while copying (copy stream busy %.4f s), %.2f GB/s over the inference, link "
+                    "peak %.2f GB/s (%.0f%%)",
+                    st.slots, static_cast<double>(st.slot_bytes) / 1048576.0,
+                    wa.budget ? pipeline::format_bytes(wa.budget).c_str() : "none", static_cast<double>(st.bytes) / 1e9,
+                    static_cast<long long>(st.uploads), achieved / 1e9, st.copy_seconds, overall / 1e9, peak / 1e9,
+                    peak > 0 ? 100.0 * achieved / peak : 0.0);
+      out.weights = buf;
+      std::snprintf(buf, sizeof buf,
+                    ",\"weights\":\"host\",\"weight_slots\":%d,\"slot_bytes\":%llu,\"pinned_bytes\":%llu,"
+                    "\"streamed_bytes\":%llu,\"uploads\":%lld,\"copy_seconds\":%.6g,\"h2d_bytes_per_second\":%.6g,"
+                    "\"h2d_peak_bytes_per_second\":%.6g",
+                    st.slots, static_cast<unsigned long long>(st.slot_bytes),
+                    static_cast<unsigned long long>(st.pinned_bytes), static_cast<unsigned long long>(st.bytes),
+                    static_cast<long long>(st.uploads), st.copy_seconds, achieved, peak);
+      out.weights_json = buf + std::string(hash);
+    } else if (wa.given) {
+      std::uint64_t total = 0;
+      for (auto b : net.resident_layer_bytes()) total += b;
+      out.weights = "resident on the device (" + pipeline::format_bytes(total) + " estimated; budget " +
+                    (wa.budget ? pipeline::format_bytes(wa.budget)
+                               : std::string(wa.mode == pipeline::weight_placement::automatic ? "60% of the free memory"
+                                                                                              : "none")) +
+                    ")";
+      out.weights_json = ",\"weights\":\"device\"" + std::string(hash);
+    }
   }
   SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
   SDNN_CUDA_CHECK(cudaStreamDestroy(s));
@@ -393,19 +449,20 @@ void print_summary(std::int32_t n, std::int32_t layers_n, std::int64_t inputs, o
                 host_policy_name);
   std::printf("GPU:               %s\n", backend == "cuda" ? m.gpu_name.c_str() : "none (host backend)");
   if (!o.engine.empty()) std::printf("engine:            %s\n", o.engine.c_str());
+  if (!o.weights.empty()) std::printf("weights:           %s\n", o.weights.c_str());
 }
 
 std::string json_line(std::int32_t n, std::int32_t layers_n, std::int64_t inputs, outcome const& o,
                       std::string const& backend, std::string const& policy_name, machine const& m) {
-  char buf[2048];
+  char buf[3072];
   std::snprintf(buf, sizeof buf,
                 "{\"family\":\"graph_challenge\",\"gpu\":\"%s\",\"cuda\":\"%s\",\"date\":\"%s\",\"neurons\":%d,"
                 "\"layers\":%d,\"inputs\":%lld,\"connections\":%lld,\"seconds\":%.6g,\"edges_per_second\":%.6g,"
-                "\"policy\":\"%s\",\"backend\":\"%s\",\"categories\":%zu,\"batches\":%lld%s}",
+                "\"policy\":\"%s\",\"backend\":\"%s\",\"categories\":%zu,\"batches\":%lld%s%s}",
                 backend == "cuda" ? m.gpu_name.c_str() : "none", m.cuda_version.c_str(), today().c_str(), n, layers_n,
                 static_cast<long long>(inputs), static_cast<long long>(o.connections), o.seconds, rate_of(inputs, o),
                 backend == "cuda" ? policy_name.c_str() : host_policy_name, backend.c_str(), o.categories.size(),
-                static_cast<long long>(o.batches), o.engine_json.c_str());
+                static_cast<long long>(o.batches), o.engine_json.c_str(), o.weights_json.c_str());
   return buf;
 }
 
@@ -452,6 +509,55 @@ std::string check_seed(std::string const& v) {
   return cli::parse_uint64(v, s) ? "" : "is not an unsigned 64-bit integer (0 to 18446744073709551615)";
 }
 
+// --device-memory-budget: a byte size (pipeline::parse_byte_size).
+std::string check_byte_size(std::string const& v) {
+  std::uint64_t b = 0;
+  return pipeline::parse_byte_size(v, b)
+             ? ""
+             : "is not a byte size (plain bytes, or a number with B, KiB, MiB, GiB, TiB, KB, MB, GB or TB, e.g. 4GiB)";
+}
+
+// The pipeline policies that can stream their weights from host memory (not the cuSPARSE baselines).
+std::string streaming_policies() {
+  std::string r;
+  for (auto const& n : pipeline_policy_names())
+    if (n.rfind("cusparse", 0) != 0) r += (r.empty() ? "" : ", ") + n;
+  return r;
+}
+
+// --weight-store and --device-memory-budget of infer and bench (issue 11).
+void add_weight_options(cli::command& c) {
+  c.opt("weight-store", "WHERE").one_of({"device", "host", "auto"}).default_to("device")
+      .help("where a layer-by-layer pipeline keeps the weights: device (resident), host (pinned host memory, "
+            "streamed to the GPU layer by layer through a ring of device slots), auto (host when the "
+            "resident weights exceed --device-memory-budget, else 60% of the free device memory)");
+  c.opt("device-memory-budget", "SIZE").text().check(check_byte_size).default_is("none")
+      .help("device memory for the weights: 4GiB, 512MiB, or bytes; streamed weights take 2 or 3 slots of the "
+            "largest layer within it");
+}
+
+// The weight options as given; refused (usage error) with the engine, the cuSPARSE policies and
+// the host backend.
+weight_args weight_options(cli::result const& o, std::string const& command, std::string const& policy_name,
+                           bool engine, bool gpu) {
+  weight_args wa;
+  wa.given = o.has("weight-store") || o.has("device-memory-budget");
+  pipeline::parse_weight_placement(o.text("weight-store"), wa.mode);
+  if (o.has("device-memory-budget")) pipeline::parse_byte_size(o.text("device-memory-budget"), wa.budget);
+  if (wa.mode == pipeline::weight_placement::device && wa.budget == 0) return wa;
+  std::string const what = o.has("device-memory-budget") ? "--device-memory-budget" : "--weight-store " + o.text("weight-store");
+  if (engine)
+    fail_usage(command, what, ": the depth-first engine (--policy ", policy_name,
+               ") keeps its folded weights on the device (its layout is usually 16-32x smaller than CSR, so "
+               "65536 x 1920 fits a GPU whole); weights stream from host memory with the layer-by-layer policies: ",
+               streaming_policies());
+  if (policy_name.rfind("cusparse", 0) == 0)
+    fail_usage(command, what, ": --policy ", policy_name,
+               " keeps cuSPARSE descriptors on resident weights; weights stream with: ", streaming_policies());
+  if (!gpu) fail_usage(command, what, ": applies to the GPU backend only");
+  return wa;
+}
+
 cli::parser make_parser() {
   std::string const int32_max = "2147483647";
   cli::parser p(program_name,
@@ -495,6 +601,7 @@ cli::parser make_parser() {
   infer.opt("batch", "B").integer(0).default_to("0")
       .help("rows (images) per device batch of a pipeline policy; 0 = as many as fit in about 70% of the free "
             "device memory");
+  add_weight_options(infer);
   infer.epilog("exit status: 0 done (and --truth matched), 1 --truth differs, 2 bad arguments or input.");
 
   auto& gen = p.add("generate", "writes a RadiX-Net network (and challenge-like images) in the official TSV format");
@@ -551,6 +658,7 @@ cli::parser make_parser() {
             "device memory");
   bench.opt("mnist", "IDX").text().default_is("the shipped 10000 digits, tests/data/mnist-10k-images-idx3-ubyte.gz")
       .help("MNIST IDX image file the inputs are made from");
+  add_weight_options(bench);
 
   p.epilog(
       "Timing: inference seconds cover the inference of all inputs (inputs on the device -> categories on\n"
@@ -601,6 +709,7 @@ job prepare_infer(cli::result const& o, machine const& m, bool writer) {
 #endif
          "; use --backend host");
   if (engine && backend != "cuda") fail_usage("infer", "--policy ", policy_name, ": the depth-first engine needs --backend cuda");
+  weight_args const wa = weight_options(o, "infer", policy_name, engine, backend == "cuda");
   // Every path before any work.
   auto const paths = layer_paths(o.text("weights"), n, layers_n);
   std::string const in_path = o.text("inputs");
@@ -626,13 +735,14 @@ job prepare_infer(cli::result const& o, machine const& m, bool writer) {
         (void)tag;
 #if defined(__CUDACC__)
         using P = decltype(tag);
-        res = run_device<P>(layers_n, bias, layer_source{read, {}}, inputs, 1, batch);
+        res = run_device<P>(layers_n, bias, layer_source{read, {}}, inputs, 1, batch, wa);
 #endif
       });
     }
     (void)threads;
     (void)eopt;
     (void)batch;
+    (void)wa;
     return res;
   };
   return j;
@@ -721,6 +831,7 @@ job prepare_bench(cli::result const& o, machine const& m, bool writer) {
   ops::challenge_engine_options eopt;
   bool const engine = engine_policy(policy_name, eopt);
   if (engine && !m.gpu) fail("--policy ", policy_name, ": the depth-first engine needs a CUDA device");
+  weight_args const wa = weight_options(o, "bench", policy_name, engine, m.gpu);
   char const* json_path = writer ? std::getenv("SDNN_BENCH_JSON") : nullptr;
   if (json_path && *json_path) cli::check_output_file(json_path, "$SDNN_BENCH_JSON");
   if (json_path) j.json_path = json_path;
@@ -750,12 +861,16 @@ job prepare_bench(cli::result const& o, machine const& m, bool writer) {
         (void)tag;
 #if defined(__CUDACC__)
         using P = decltype(tag);
+        // streamed weights (--weight-store host|auto) are packed from host layers: generated on the host
         res = run_device<P>(layers_n, bias,
-                            layer_source{{}, [&](std::int32_t l, cuda_exec e) {
+                            layer_source{wa.mode != pipeline::weight_placement::device
+                                             ? with_progress("generating layer", layers_n, host_layer)
+                                             : host_layer_fn{},
+                                         [&](std::int32_t l, cuda_exec e) {
                                            return official ? data::official_1024_layer_device(l, e)
                                                            : data::radixnet_layer_device(n, l, seed, e);
                                          }},
-                            inputs, reps, batch);
+                            inputs, reps, batch, wa);
 #endif
       });
     }
@@ -763,6 +878,7 @@ job prepare_bench(cli::result const& o, machine const& m, bool writer) {
     (void)threads;
     (void)eopt;
     (void)batch;
+    (void)wa;
     return res;
   };
   return j;

@@ -19,6 +19,7 @@
 #include "sdnn/layers/sparse_linear.cuh"
 #include "sdnn/ops/rows.cuh"
 #include "sdnn/pipeline/challenge.hpp"
+#include "sdnn/pipeline/weight_store.cuh"
 
 namespace sdnn::pipeline {
 
@@ -28,6 +29,9 @@ struct challenge_network<P>::device_state {
   buffer<std::int32_t, device_space> list[2], count[2];
   buffer<int, device_space> flags;
   ops::row_compaction compaction;
+  // Streamed weights (options.weights = host, or automatic over the budget): the pinned layers
+  // and the device ring; null when the layers' own device plans are resident.
+  std::unique_ptr<weight_store<P, float>> store;
   // The CUDA Graph of the last captured batch and what it was captured for.
   std::shared_ptr<void> graph_exec;  // cudaGraphExec_t
   std::int64_t graph_rows = -1, graph_first = -1;
@@ -88,7 +92,53 @@ void challenge_network<P>::plan(std::int64_t inputs, cuda_exec exec, challenge_o
   // layers through run_rows(), which needs no per-layer workspace (planned for 1 row) except
   // for the filter-rows baseline (its packed blocks: re-planned for the batch below).
   device_.reset();
-  detail::parallel_for(layers_.size(), [&](std::size_t l) { layers_[l]->plan(1, n, exec); });
+  placement_ = {};
+  stats_ = {};
+  // Where the weights live (pipeline/weight_store.hpp). Without a budget, automatic compares
+  // the estimated resident weights with 60% of the free device memory.
+  std::unique_ptr<weight_store<P, float>> store;
+  if (opt.weights != weight_placement::device || opt.device_memory_budget > 0) {
+    std::uint64_t budget = opt.device_memory_budget;
+    if (budget == 0 && opt.weights == weight_placement::automatic) {
+      std::size_t fb = 0, tb = 0;
+      SDNN_CUDA_CHECK(cudaMemGetInfo(&fb, &tb));
+      budget = static_cast<std::uint64_t>(0.6 * static_cast<double>(fb));
+    }
+    placement_ = choose_weight_store(resident_layer_bytes(), budget, opt.weights, opt.weight_slots);
+    if (placement_.streamed) {
+      if constexpr (!streams_weights_v<P>) {
+        SDNN_FAIL("challenge_network: policy ", policy::name<P>(),
+                  " cannot stream its weights from host memory (the cuSPARSE baselines keep vendor descriptors on "
+                  "resident W^T); streamed weights run with csc_gather, csc_tiled and skip_empty_rows of them");
+      } else {
+        // A budget below two of the smallest possible blocks (6 bytes per nonzero) is refused
+        // before any layer is packed; the exact check follows the packing.
+        std::uint64_t floor_b = 0;
+        for (auto const& l : layers_) floor_b = std::max<std::uint64_t>(floor_b, 6 * static_cast<std::uint64_t>(l->nnz()));
+        if (budget > 0 && budget < 2 * floor_b)
+          SDNN_FAIL("weight store: a device-memory budget of ", format_bytes(budget),
+                    " cannot hold two slots of the largest layer (at least ", format_bytes(floor_b),
+                    " each); streaming needs at least 2");
+        std::vector<csr_view<float, std::int32_t>> ws;
+        std::vector<float const*> bs;
+        for (std::size_t l = 0; l < layers_.size(); ++l) {
+          SDNN_EXPECTS(layers_[l]->has_host_weights(), "challenge_network: layer ", l + 1,
+                       " was built from device weights and has no host copy to stream from; build the layers from "
+                       "host weights for weights = host");
+          ws.push_back(layers_[l]->weights().view());
+          bs.push_back(layers_[l]->host_epilogue().bias);
+        }
+        store = std::make_unique<weight_store<P, float>>(ws, bs);
+        placement_ = choose_weight_store(store->layer_sizes(), budget, weight_placement::host, opt.weight_slots);
+        store->allocate(placement_.slots, exec);
+        stats_.streamed = true;
+        stats_.slots = placement_.slots;
+        stats_.slot_bytes = placement_.slot_bytes;
+        stats_.pinned_bytes = store->pinned_bytes();
+      }
+    }
+  }
+  if (!store) detail::parallel_for(layers_.size(), [&](std::size_t l) { layers_[l]->plan(1, n, exec); });
   SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
   std::size_t free_b = 0, total_b = 0;
   SDNN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -97,10 +147,12 @@ void challenge_network<P>::plan(std::int64_t inputs, cuda_exec exec, challenge_o
   std::int64_t batch = std::max<std::int64_t>(1, std::min<std::int64_t>(inputs, fit));
   if (opt.max_batch > 0) batch = std::min(batch, opt.max_batch);
   if constexpr (policy::is_cusparse_v<P> && layer_type::uses_row_list())
-    for (auto& l : layers_) l->plan(batch, n, exec);
+    if (!store)
+      for (auto& l : layers_) l->plan(batch, n, exec);
   batch_ = batch;
   opt_ = opt;
   device_ = std::make_shared<device_state>(batch, n, exec);
+  device_->store = std::move(store);
 }
 
 template <class P>
@@ -112,9 +164,11 @@ challenge_result challenge_network<P>::run(cuda_exec exec, csr_view<float, std::
   auto& w = *device_;
   challenge_result res;
   if (keep_final) res.final = dense_matrix<float>(inputs.rows, n);
+  if (w.store) w.store->reset_stats();
   for (std::int64_t first = 0; first < inputs.rows; first += batch_) {
     auto const rows = static_cast<std::int32_t>(std::min(batch_, inputs.rows - first));
-    bool const graph = opt_.use_graph && exec.stream != nullptr && !policy::is_cusparse_v<P>;
+    // Streamed weights are not captured (see pipeline/weight_store.hpp: CUDA Graphs).
+    bool const graph = opt_.use_graph && exec.stream != nullptr && !policy::is_cusparse_v<P> && !w.store;
     if (graph) {
       if (w.graph_rows != rows || w.graph_first != first || w.graph_src[0] != inputs.row_ptr ||
           w.graph_src[1] != inputs.col_idx || w.graph_src[2] != inputs.values)
@@ -142,6 +196,11 @@ challenge_result challenge_network<P>::run(cuda_exec exec, csr_view<float, std::
     }
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
     for (auto r : ids) res.categories.push_back(static_cast<std::int32_t>(first) + r + 1);
+    if (w.store) stats_.copy_seconds = w.store->copy_seconds();  // reads this batch's upload timings
+  }
+  if (w.store) {
+    stats_.bytes = w.store->bytes();
+    stats_.uploads = w.store->uploads();
   }
   return res;
 }
@@ -158,18 +217,27 @@ void challenge_network<P>::enqueue_batch(cuda_exec exec, csr_view<float, std::in
     ops::nonempty_row_flags(inputs, first, rows, w.flags.data(), exec);
     w.compaction.run(exec, nullptr, w.flags.data(), w.list[0].data(), w.count[0].data(), rows);
   }
+  // Streamed weights: the layer runs from its device slot (pipeline/weight_store.cuh), else from
+  // its own resident plan.
+  auto forward = [&](std::size_t l, dense_view<float const> in, dense_view<float> out, ops::listed_rows lr, int* fl) {
+    if (w.store)
+      w.store->forward_rows(l, exec, in, out, layers_[l]->host_epilogue(), lr, fl);
+    else
+      layers_[l]->forward_rows(exec, in, out, lr, fl);
+  };
+  if (w.store) w.store->begin_pass(exec);
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     int const src = static_cast<int>(l % 2), dst = 1 - src;
     if (listed) {
       SDNN_CUDA_CHECK(cudaMemsetAsync(w.flags.data(), 0, static_cast<std::size_t>(rows) * sizeof(int), exec.stream));
-      layers_[l]->forward_rows(exec, dense_view<float const>(yv(src)), yv(dst),
-                               ops::listed_rows{w.list[src].data(), w.count[src].data(), rows}, w.flags.data());
+      forward(l, dense_view<float const>(yv(src)), yv(dst),
+              ops::listed_rows{w.list[src].data(), w.count[src].data(), rows}, w.flags.data());
       w.compaction.run(exec, w.list[src].data(), w.flags.data(), w.list[dst].data(), w.count[dst].data(), rows);
     } else {
-      layers_[l]->forward_rows(exec, dense_view<float const>(yv(src)), yv(dst), ops::listed_rows{nullptr, nullptr, rows},
-                               nullptr);
+      forward(l, dense_view<float const>(yv(src)), yv(dst), ops::listed_rows{nullptr, nullptr, rows}, nullptr);
     }
   }
+  if (w.store) w.store->end_pass(exec);
   if (!listed) {  // categories from the last layer's rows
     ops::nonzero_row_flags(dense_view<float const>(yv(final_y())), w.flags.data(), exec);
     w.compaction.run(exec, nullptr, w.flags.data(), w.list[0].data(), w.count[0].data(), rows);

@@ -12,6 +12,11 @@
 // dense per row (batch x N, two ping-pong buffers indexed by row id); inputs are processed in
 // batches that fit device memory. The live count and list are read back once per batch.
 //
+// Weights resident (default) or streamed from pinned host memory through a ring of device
+// slots on a copy stream (challenge_options::weights = host, or automatic over
+// device_memory_budget; pipeline/weight_store.hpp says what moves and what overlaps). Streamed
+// batches are not captured into a CUDA Graph.
+//
 // Policies without a row list (csc_gather, cusparse_reuse_buffer, cusparse_buffer_per_call)
 // compute every row of every layer; the categories are then taken from the last layer.
 // Host and device backends share the call: run(host_exec, ...) / run(cuda_exec, ...). The
@@ -31,13 +36,23 @@
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/core/config.hpp"
 #include "sdnn/layers/sparse_linear.hpp"
+#include "sdnn/pipeline/weight_store.hpp"
 #include "sdnn/policies/dense_sparse.hpp"
 
 namespace sdnn::pipeline {
 
 struct challenge_options {
   std::int64_t max_batch = 0;  // rows per batch; 0 = as many as fit in ~70% of free device memory
-  bool use_graph = true;       // capture each batch's layer loop into a CUDA Graph (not for cuSPARSE policies)
+  bool use_graph = true;       // capture each batch's layer loop into a CUDA Graph (not for cuSPARSE policies
+                               // nor streamed weights)
+  // Out-of-core weights (pipeline/weight_store.hpp): device = every layer resident (default);
+  // host = layers packed in pinned host memory and streamed through a ring of weight_slots
+  // device slots; automatic = host when the estimated resident weights exceed the budget.
+  weight_placement weights = weight_placement::device;
+  // Device bytes for the weights (resident: all layers; streamed: the slots); 0 = no limit
+  // (automatic then takes 60% of the free device memory as the budget).
+  std::uint64_t device_memory_budget = 0;
+  int weight_slots = 0;  // streamed ring depth K >= 2; 0 = default_weight_slots or what the budget holds
 };
 
 struct challenge_result {
@@ -117,6 +132,24 @@ class challenge_network {
   void plan(std::int64_t inputs, cuda_exec exec, challenge_options opt = {});
   std::int64_t batch() const noexcept { return batch_; }
 
+  // Where plan() put the weights (streamed or resident, slots, bytes), and what the last device
+  // run() streamed (bytes, uploads, copy-stream busy seconds).
+  weight_store_decision const& weight_placement_chosen() const noexcept { return placement_; }
+  weight_store_stats const& weight_stats() const noexcept { return stats_; }
+  // Estimated device bytes of each layer when resident (W^T CSR, the tiles of csc_tiled
+  // policies, the bias): what the automatic placement compares with the budget.
+  std::vector<std::uint64_t> resident_layer_bytes() const {
+    std::vector<std::uint64_t> b;
+    for (auto const& l : layers_) {
+      std::uint64_t const n = static_cast<std::uint64_t>(l->out_features()), nnz = static_cast<std::uint64_t>(l->nnz());
+      std::uint64_t x = csr_layer_bytes(l->out_features(), l->nnz(), sizeof(float), sizeof(float),
+                                        l->host_epilogue().bias ? l->out_features() : 0);
+      if (layer_type::uses_tiles()) x += 6 * nnz + 8 * n;  // lidx + vals per nonzero, cols + nnz_ptr per column
+      b.push_back(x);
+    }
+    return b;
+  }
+
   // Device backend. inputs: device CSR (images x N). Runs every batch; reads the live count
   // and list back once per batch (this call synchronises exec.stream for that), never per
   // layer (except policy::cusparse_filter_rows, which reads the count every layer).
@@ -134,6 +167,8 @@ class challenge_network {
   std::shared_ptr<device_state> device_;
   std::int64_t batch_ = 0;
   challenge_options opt_{};
+  weight_store_decision placement_{};
+  weight_store_stats stats_{};
 };
 
 #if !SDNN_HAS_CUDA
