@@ -7,7 +7,7 @@
 #   benchmarks/gpu_check.sh [build-dir]
 #   env: ARCH (default 90), JOBS (default 16), SANITIZE_FILTER (Catch2 filter for the
 #        sanitizer runs, default "~[slow]"), RACECHECK_FILTER (default "[racecheck]"),
-#        SKIP_BUILD=1 to reuse a build.
+#        SKIP_BUILD=1 to reuse a build, CTEST_LABEL (e.g. gpu: only the device tests).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-gpu}
@@ -34,8 +34,8 @@ fi
 
 status=0
 t0=$(date +%s)
-SDNN_REQUIRE_GPU=1 ctest --test-dir "$B" --output-on-failure >"$OUT/ctest.log" 2>&1 || status=1
-say "ctest (SDNN_REQUIRE_GPU=1, all labels) in $(( $(date +%s) - t0 )) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
+SDNN_REQUIRE_GPU=1 ctest --test-dir "$B" --output-on-failure ${CTEST_LABEL:+-L "$CTEST_LABEL"} >"$OUT/ctest.log" 2>&1 || status=1
+say "ctest (SDNN_REQUIRE_GPU=1, ${CTEST_LABEL:-all} labels) in $(( $(date +%s) - t0 )) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
 grep -E '^\s+[0-9]+ - .*(Failed|Not Run|Timeout|Exception)' "$OUT/ctest.log" | tee -a "$summary"
 
 CT=$B/tests/sdnn_cuda_tests
