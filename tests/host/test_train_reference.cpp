@@ -235,6 +235,17 @@ TEST_CASE("backward on empty and one-element shapes", "[train]") {
   reference::sparse_linear_backward_input<float, int>(g0c.view(), w0.view(), dx0.view());
   // An all-empty W (3 x 2, nnz 0): dX is zero.
   auto we = make_csr<float, int>(3, 2, {0, 0, 0, 0}, {}, {});
+  {
+    // ... and the whole layer backward needs no weight gradient buffer for no weights (an
+    // empty std::vector's data() may be nullptr).
+    dense_matrix<float> xe(2, 3), pe(2, 2), dye(2, 2), dpe(2, 2), dxe(2, 3);
+    dense_matrix<float> const& xec = xe;
+    dense_matrix<float> const& pec = pe;
+    dense_matrix<float> const& dyec = dye;
+    ops::sparse_linear_backward(host_exec{}, xec.view(), pec.view(), dyec.view(), we.view(), epilogue_none<float>(),
+                                ops::sparse_linear_grads<float>{dpe.view(), nullptr, nullptr, dxe.view()});
+    for (auto v : dxe.values()) REQUIRE(v == 0.f);
+  }
   dense_matrix<float> g(2, 2), dx(2, 3);
   for (auto& v : g.values()) v = 1.f;
   for (auto& v : dx.values()) v = 9.f;
@@ -312,6 +323,8 @@ TEST_CASE("SGD with momentum and weight decay keeps the CSR pattern exactly", "[
   REQUIRE(w.values()[1] == sdnn_test::Approx(w1 - 0.1 * v2).epsilon(1e-6));
   REQUIRE(vel[1] == sdnn_test::Approx(v2).epsilon(1e-6));
   REQUIRE(w.values()[0] == sdnn_test::Approx(-0.1 * (0.9 * 5.0 + 5.0)).epsilon(1e-6));
+  // No parameters: no velocity needed, even with momentum.
+  reference::sgd_step(static_cast<float*>(nullptr), static_cast<float const*>(nullptr), static_cast<float*>(nullptr), 0, o);
   // Plain SGD needs no velocity; a mismatched gradient is an error.
   float x = 1.f, gx = 2.f;
   reference::sgd_step(&x, &gx, static_cast<float*>(nullptr), 1, reference::sgd_options{0.5, 0.0, 0.0, false});

@@ -150,7 +150,7 @@ double softmax_cross_entropy(cuda_exec exec, dense_view<T const> logits, Label c
 // nullptr when momentum == 0 and not nesterov. The CSR pattern is untouched by construction.
 template <class T>
 void sgd_step(cuda_exec exec, T* w, T const* g, T* velocity, std::size_t n, reference::sgd_options const& o) {
-  SDNN_EXPECTS(velocity != nullptr || (o.momentum == 0.0 && !o.nesterov),
+  SDNN_EXPECTS(velocity != nullptr || n == 0 || (o.momentum == 0.0 && !o.nesterov),
                "sgd_step: momentum needs a velocity buffer");
   kernels::sgd_step(w, g, velocity, static_cast<std::int64_t>(n), o.lr, o.momentum, o.weight_decay, o.nesterov, exec);
 }

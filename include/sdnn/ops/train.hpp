@@ -44,7 +44,7 @@ void sparse_linear_backward(host_exec, dense_view<T const> x, dense_view<T const
                             csr_view<T, Index> w, basic_epilogue<accumulator_t<T>> const& epi,
                             sparse_linear_grads<T> const& g) {
   using Acc = accumulator_t<T>;
-  SDNN_EXPECTS(g.dw != nullptr, "sparse_linear_backward: the weight gradient buffer is required");
+  SDNN_EXPECTS(g.dw != nullptr || w.nnz == 0, "sparse_linear_backward: the weight gradient buffer is required");
   std::vector<Acc> db;
   if (g.dbias) db.resize(static_cast<std::size_t>(p.cols));
   reference::epilogue_backward(p, dy, epi, g.dp, g.dbias ? db.data() : nullptr);

@@ -194,7 +194,7 @@ struct sgd_options {
 // values the pattern (row_ptr, col_idx) is kept exactly; an entry that reaches 0 stays stored.
 template <class T>
 void sgd_step(T* w, T const* g, T* velocity, std::size_t n, sgd_options const& o) {
-  SDNN_EXPECTS(velocity != nullptr || (o.momentum == 0.0 && !o.nesterov),
+  SDNN_EXPECTS(velocity != nullptr || n == 0 || (o.momentum == 0.0 && !o.nesterov),
                "sgd_step: momentum needs a velocity buffer");
   for (std::size_t k = 0; k < n; ++k) {
     double const wk = value_cast<double>(w[k]);
