@@ -101,9 +101,14 @@ std::shared_ptr<problem> make_problem(double sparsity, cuda_exec e) {
   return p;
 }
 
-// Keeps only the current sparsity's problem alive.
-std::shared_ptr<problem> get_problem(double sp) {
+// Keeps only the current sparsity's problem alive (released by main before the CUDA runtime
+// unloads: a static's destructor would free device memory too late).
+std::shared_ptr<problem>& current_problem() {
   static std::shared_ptr<problem> cur;
+  return cur;
+}
+std::shared_ptr<problem> get_problem(double sp) {
+  auto& cur = current_problem();
   if (!cur || cur->sparsity != sp) {
     cur.reset();
     cur = make_problem(sp, cuda_exec{stream()});
@@ -221,6 +226,7 @@ int main(int argc, char** argv) {
   for (double sp : quick ? std::vector<double>{0.9, 0.99} : std::vector<double>{0.9, 0.95, 0.99}) register_config(sp);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
+  current_problem().reset();
   benchmark::Shutdown();
   return 0;
 }
