@@ -10,7 +10,7 @@
 # env: BIG=1 adds 65536 x 1920 (about 32 GB of CSR: ~30 GB of pinned host memory for the packed
 #      layers plus the host CSR; host generation ~100 s) resident vs --device-memory-budget 4GiB;
 #      JOBS (build jobs, default 16); REPS (timed runs, default 3; BIG runs use 1);
-#      SKIP_BUILD=1, SKIP_TESTS=1.
+#      SKIP_BUILD=1, SKIP_TESTS=1, SKIP_SMALL=1 (no 16384 x 480 runs), BIG_TIMEOUT (s per BIG run).
 set -uo pipefail
 B=${1:?usage: weight_store_gpu.sh BUILD_DIR OUT_DIR}
 OUT=${2:?usage: weight_store_gpu.sh BUILD_DIR OUT_DIR}
@@ -64,6 +64,7 @@ run() {
 P=skip_empty_rows_csc_tiled32
 R=${REPS:-3}
 # --weight-store device is explicit so that the resident run also prints its categories hash
+if [ -z "${SKIP_SMALL:-}" ]; then
 run n16384_l480_resident 900 --neurons 16384 --layers 480 --policy $P --reps "$R" --weight-store device
 run n16384_l480_host_1GiB 900 --neurons 16384 --layers 480 --policy $P --reps "$R" --weight-store host --device-memory-budget 1GiB
 run n16384_l480_auto_1GiB 900 --neurons 16384 --layers 480 --policy $P --reps "$R" --weight-store auto --device-memory-budget 1GiB
@@ -72,9 +73,10 @@ run n16384_l480_auto_1GiB 900 --neurons 16384 --layers 480 --policy $P --reps "$
   > "$OUT/too_small_budget.txt" 2>&1; echo "too small budget: rc=$? $(tail -1 "$OUT/too_small_budget.txt")"
 "$exe" bench --neurons 16384 --layers 8 --device-memory-budget 4GiBs > "$OUT/bad_size.txt" 2>&1
 echo "bad size: rc=$? $(head -1 "$OUT/bad_size.txt")"
+fi
 if [ -n "${BIG:-}" ]; then
-  run n65536_l1920_resident 3000 --neurons 65536 --layers 1920 --policy $P --reps 1 --weight-store device
-  run n65536_l1920_host_4GiB 3000 --neurons 65536 --layers 1920 --policy $P --reps 1 --weight-store host --device-memory-budget 4GiB
+  run n65536_l1920_resident "${BIG_TIMEOUT:-3000}" --neurons 65536 --layers 1920 --policy $P --reps 1 --weight-store device
+  run n65536_l1920_host_4GiB "${BIG_TIMEOUT:-3000}" --neurons 65536 --layers 1920 --policy $P --reps 1 --weight-store host --device-memory-budget 4GiB
 fi
 
 python3 - "$J" "$OUT/weight_store.md" "$tests_rc" "$memcheck_rc" <<'PY'

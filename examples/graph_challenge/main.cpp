@@ -47,9 +47,11 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <ctime>
 #include <fstream>
 #include <functional>
@@ -261,11 +263,34 @@ outcome run_device(std::int32_t layers_n, float bias, layer_source const& make, 
   outcome out;
   {
     using layer_t = layers::sparse_linear<float, format::csr, Policy>;
-    std::vector<std::shared_ptr<layer_t>> layers;
+    std::vector<std::shared_ptr<layer_t>> layers(static_cast<std::size_t>(layers_n));
     bool const host_layers = use_host_layers(make, wa);
-    for (std::int32_t l = 0; l < layers_n; ++l)
-      layers.push_back(host_layers ? std::make_shared<layer_t>(make.host(l), epilogue_challenge<float>(bias))
-                                   : std::make_shared<layer_t>(make.device(l, exec), epilogue_challenge<float>(bias), exec));
+    if (host_layers) {
+      // Host layers are made on several threads (make.host may run concurrently: see
+      // with_progress); 65536 x 1920 is 4e9 connections, minutes on one core.
+      unsigned const workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+      std::atomic<std::int32_t> next{0};
+      std::vector<std::exception_ptr> failed(workers);
+      auto work = [&](unsigned w) {
+        try {
+          for (std::int32_t l = next++; l < layers_n; l = next++)
+            layers[static_cast<std::size_t>(l)] = std::make_shared<layer_t>(make.host(l), epilogue_challenge<float>(bias));
+        } catch (...) {
+          failed[w] = std::current_exception();
+          next = layers_n;
+        }
+      };
+      std::vector<std::thread> pool;
+      for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work, w);
+      work(0);
+      for (auto& t : pool) t.join();
+      for (auto& e : failed)
+        if (e) std::rethrow_exception(e);
+    } else {
+      for (std::int32_t l = 0; l < layers_n; ++l)
+        layers[static_cast<std::size_t>(l)] =
+            std::make_shared<layer_t>(make.device(l, exec), epilogue_challenge<float>(bias), exec);
+    }
     pipeline::challenge_network<Policy> net(layers);
     pipeline::challenge_options opt;
     opt.max_batch = max_batch;
