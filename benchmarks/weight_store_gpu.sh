@@ -111,3 +111,4 @@ out.write("\nWhere the time goes: a streamed run is copy-bound when 'copy busy s
 out.close()
 print(open(sys.argv[2]).read())
 PY
+python3 "$here/plot_weight_store.py" "$J" "$OUT/weight_store.png" || echo "no PNG (matplotlib missing?)"
