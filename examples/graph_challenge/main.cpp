@@ -369,6 +369,11 @@ outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make,
     int const threads = build_threads > 0 ? build_threads
                                           : static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
     ops::challenge_engine_plan plan(layers_n, make, bias, exec, opt, threads);
+    if (opt.device_memory_budget > 0) {  // --device-memory-budget: the plan checked it before allocating
+      out.weights = "engine plan resident on the device: " + pipeline::format_bytes(plan.device_bytes()) +
+                    " (layer layout and team scratch; budget " + pipeline::format_bytes(opt.device_memory_budget) + ")";
+      out.weights_json = ",\"weights\":\"device\",\"engine_device_bytes\":" + std::to_string(plan.device_bytes());
+    }
     auto in_d = to_device(inputs, exec);
     double warm_s = 0;
     auto warm = timed_runs(s, [&] { return plan.run(exec, in_d.view()); }, reps, out.seconds, warm_s);
@@ -571,11 +576,13 @@ weight_args weight_options(cli::result const& o, std::string const& command, std
   if (o.has("device-memory-budget")) pipeline::parse_byte_size(o.text("device-memory-budget"), wa.budget);
   if (wa.mode == pipeline::weight_placement::device && wa.budget == 0) return wa;
   std::string const what = o.has("device-memory-budget") ? "--device-memory-budget" : "--weight-store " + o.text("weight-store");
-  if (engine)
+  if (engine && wa.mode == pipeline::weight_placement::host)
     fail_usage(command, what, ": the depth-first engine (--policy ", policy_name,
                ") keeps its folded weights on the device (its layout is usually 16-32x smaller than CSR, so "
-               "65536 x 1920 fits a GPU whole); weights stream from host memory with the layer-by-layer policies: ",
+               "65536 x 1920 fits a GPU whole; --device-memory-budget bounds it); weights stream from host memory "
+               "with the layer-by-layer policies: ",
                streaming_policies());
+  if (engine) return wa;  // a budget: the engine's plan checks its layout against it (else an error)
   if (policy_name.rfind("cusparse", 0) == 0)
     fail_usage(command, what, ": --policy ", policy_name,
                " keeps cuSPARSE descriptors on resident weights; weights stream with: ", streaming_policies());
@@ -735,6 +742,7 @@ job prepare_infer(cli::result const& o, machine const& m, bool writer) {
          "; use --backend host");
   if (engine && backend != "cuda") fail_usage("infer", "--policy ", policy_name, ": the depth-first engine needs --backend cuda");
   weight_args const wa = weight_options(o, "infer", policy_name, engine, backend == "cuda");
+  eopt.device_memory_budget = wa.budget;  // the engine: its plan checks its layout against the budget
   // Every path before any work.
   auto const paths = layer_paths(o.text("weights"), n, layers_n);
   std::string const in_path = o.text("inputs");
@@ -857,6 +865,7 @@ job prepare_bench(cli::result const& o, machine const& m, bool writer) {
   bool const engine = engine_policy(policy_name, eopt);
   if (engine && !m.gpu) fail("--policy ", policy_name, ": the depth-first engine needs a CUDA device");
   weight_args const wa = weight_options(o, "bench", policy_name, engine, m.gpu);
+  eopt.device_memory_budget = wa.budget;  // the engine: its plan checks its layout against the budget
   char const* json_path = writer ? std::getenv("SDNN_BENCH_JSON") : nullptr;
   if (json_path && *json_path) cli::check_output_file(json_path, "$SDNN_BENCH_JSON");
   if (json_path) j.json_path = json_path;

@@ -246,6 +246,32 @@ TEST_CASE("challenge engine: zero images, empty rows, one layer", "[cuda][engine
   REQUIRE(sdnn_test::has(sdnn_test::error_text([&] { ops::challenge_engine_plan p(bad, -0.3f, exec); }), "layer 1"));
 }
 
+TEST_CASE("challenge engine: a device-memory budget is checked before the plan allocates", "[cuda][engine]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  cuda_exec exec{sg.s};
+  std::vector<layer_t> ws;
+  for (int l = 0; l < 12; ++l) ws.push_back(data::official_1024_layer(l));
+  ops::challenge_engine_plan free_plan(ws, -0.3f, exec);
+  std::uint64_t const need = free_plan.device_bytes();
+  // 12 folded layers: 64 classes x 32 16-bit terms each, and the small tables
+  REQUIRE(need >= std::uint64_t{12} * 64 * 32 * 2);
+  REQUIRE(need < std::uint64_t{1} << 20);
+  ops::challenge_engine_options opt;
+  opt.device_memory_budget = need;  // exactly enough
+  ops::challenge_engine_plan fits(ws, -0.3f, exec, opt);
+  REQUIRE(fits.device_bytes() == need);
+  opt.device_memory_budget = need - 1;
+  auto const why = sdnn_test::error_text([&] { ops::challenge_engine_plan p(ws, -0.3f, exec, opt); });
+  REQUIRE(sdnn_test::has(why, "budget is " + std::to_string(need - 1)));
+  REQUIRE(sdnn_test::has(why, std::to_string(need) + " bytes"));
+  // the same answer as without a budget
+  std::string const dir = sdnn_test::data_dir();
+  auto images = first_rows(io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200), 100);
+  auto d_in = to_device(images, exec);
+  REQUIRE(fits.run(exec, d_in.view()).categories == free_plan.run(exec, d_in.view()).categories);
+}
+
 TEST_CASE("challenge engine: the streaming plan (layers made on demand, several at a time) equals the vector plan",
           "[cuda][engine]") {
   SDNN_REQUIRE_DEVICE();

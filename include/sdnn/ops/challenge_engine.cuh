@@ -100,6 +100,21 @@ class challenge_engine_plan {
                  "challenge engine: ", threads_, " threads per row need more shared memory than the GPU gives");
     scratch_.global_per_team = (scratch_.state_shared ? 0 : 2 * static_cast<std::int64_t>(max_distinct_)) +
                                (scratch_.input_shared ? 0 : n_);
+    grid_ = dispatch([&](auto tag, auto term) {
+      return kernels::challenge_engine_grid<decltype(tag)::value, decltype(term)>(
+          std::numeric_limits<std::int32_t>::max(), static_cast<std::int32_t>(n_), max_distinct_, scratch_);
+    });
+    // What the plan holds on the device, checked against the budget before anything is allocated.
+    auto bytes_of = [](auto const& v) { return static_cast<std::uint64_t>(v.size() * sizeof(v[0])); };
+    device_bytes_ = bytes_of(lay.desc) + bytes_of(lay.slices) +
+                    (uniform_ ? bytes_of(lay.uniform_terms) : compact_ ? bytes_of(lay.compact_terms) : bytes_of(lay.wide)) +
+                    bytes_of(lay.values) + bytes_of(lay.last_class) +
+                    static_cast<std::uint64_t>(grid_ * teams * scratch_.global_per_team) * sizeof(float);
+    if (opt_.device_memory_budget > 0 && device_bytes_ > opt_.device_memory_budget)
+      SDNN_FAIL("challenge engine: the plan needs ", device_bytes_, " bytes of device memory (layer layout and team "
+                "scratch) but the budget is ", opt_.device_memory_budget,
+                " bytes; the engine keeps every layer on the device: a layer-by-layer policy streams weights from "
+                "host memory (pipeline/weight_store.hpp)");
     d_desc_ = to_device(lay.desc.data(), lay.desc.size(), exec);
     d_slices_ = to_device(lay.slices.data(), lay.slices.size(), exec);
     if (uniform_)
@@ -112,10 +127,6 @@ class challenge_engine_plan {
     d_last_class_ = to_device(lay.last_class.data(), lay.last_class.size(), exec);
     d_queue_ = buffer<int, device_space>(1, exec);
     d_counters_ = buffer<kernels::challenge_engine_counters, device_space>(1, exec);
-    grid_ = dispatch([&](auto tag, auto term) {
-      return kernels::challenge_engine_grid<decltype(tag)::value, decltype(term)>(
-          std::numeric_limits<std::int32_t>::max(), static_cast<std::int32_t>(n_), max_distinct_, scratch_);
-    });
     if (scratch_.global_per_team > 0)
       d_scratch_ = buffer<float, device_space>(
           static_cast<std::size_t>(grid_ * teams * scratch_.global_per_team), exec);
@@ -137,6 +148,8 @@ class challenge_engine_plan {
   // Terms: 4-byte compact ones or 8-byte (input, weight); the fast path (every layer with one
   // finite weight and classes of one length, a multiple of 4: 2-byte terms).
   bool compact_terms() const noexcept { return compact_; }
+  // Device bytes the plan holds: layer layout and team scratch (not a run's inputs or results).
+  std::uint64_t device_bytes() const noexcept { return device_bytes_; }
   bool fast_path() const noexcept { return uniform_; }
   // The proofs as made at plan time, and the fold factor used per layer (1: not folded).
   challenge::structure_report const& structure() const noexcept { return report_; }
@@ -236,6 +249,7 @@ class challenge_engine_plan {
   int threads_ = 32;
   bool compact_ = false, uniform_ = false;
   std::int64_t grid_ = 0;
+  std::uint64_t device_bytes_ = 0;
   kernels::challenge_engine_scratch scratch_;
   challenge::structure_report report_;
   std::vector<double> folds_;

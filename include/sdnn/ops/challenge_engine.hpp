@@ -59,6 +59,13 @@ struct challenge_engine_options {
   bool fast_path = true;      // layers with one finite weight and equal-length classes skip the
                               // weight lookup and the zero test (exact: see kernels/challenge_engine.cuh)
   challenge_engine_scratch_place scratch = challenge_engine_scratch_place::automatic;
+  // Device bytes the plan may hold (its layer layout and team scratch; 0: no limit). The plan
+  // checks before it allocates and fails with an sdnn::error naming both sizes: the engine keeps
+  // every layer on the device (it carries a row through many layers in one launch), so a network
+  // whose layout exceeds the budget runs with a layer-by-layer policy that streams its weights
+  // from pinned host memory (pipeline/weight_store.hpp). The folded layout is small: 65536 x 1920
+  // (32 GB as CSR) is about 0.5 GB of 16-bit terms.
+  std::uint64_t device_memory_budget = 0;
 };
 
 // What one run did, beside the categories.
