@@ -28,23 +28,26 @@ def main():
              "inference seconds = the slowest rank's (inputs on the device -> categories on the host), median of "
              "the repeats after a warm-up; speedup against the single-GPU run of the same call; imbalance = "
              "max / mean of the per-rank seconds.", "",
-             "| N x L | 1 GPU | " + " | ".join(f"{p} GPUs | speedup | imbalance" for p in ranks) + " | category count |",
+             "| N x L | 1 GPU | " + " | ".join(f"{p} GPUs | speedup | imbalance" for p in ranks) + " | categories (count, hash of the ids) |",
              "|---|---|" + "---|---|---|" * len(ranks) + "---|"]
     for c in configs:
         one = t[c].get(1)
         cells = [f"{one['seconds'] * 1e3:.3f} ms" if one else "-"]
-        cats = {one["categories"]} if one else set()
+        key = lambda r: (r["categories"], r.get("categories_fnv1a"))  # count and a hash of the ids
+        cats = {key(one)} if one else set()
         for p in ranks:
             r = t[c].get(p)
             if not r:
                 cells += ["-", "-", "-"]
                 continue
-            cats.add(r["categories"])
+            cats.add(key(r))
             rs = r.get("rank_seconds", [])
             imb = max(rs) / (sum(rs) / len(rs)) if rs and sum(rs) > 0 else float("nan")
             cells += [f"{r['seconds'] * 1e3:.3f} ms", f"{one['seconds'] / r['seconds']:.2f}x" if one else "-",
                       f"{imb:.3f}"]
-        cells.append(("same: " if len(cats) == 1 else "DIFFER: ") + ", ".join(str(x) for x in sorted(cats)))
+        hashed = all(h for _, h in cats)
+        cells.append(("same " + ("ids: " if hashed else "count: ") if len(cats) == 1 else "DIFFER: ") +
+                     ", ".join(str(c) + (f" ({h})" if h else "") for c, h in sorted(cats, key=str)))
         lines.append(f"| {c[0]} x {c[1]} | " + " | ".join(cells) + " |")
     open(stem + ".md", "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
