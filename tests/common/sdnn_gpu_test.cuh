@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sdnn_catch.hpp"
+#include <sdnn/core/exec.hpp>
 #include <sdnn/core/memory.cuh>
 
 namespace sdnn_test {
@@ -25,6 +26,19 @@ inline bool have_gpu() {
   }
   return n > 0;
 }
+
+// One stream for a test (cudaStreamCreate), synchronised and destroyed at scope exit.
+struct stream_guard {
+  cudaStream_t s = nullptr;
+  stream_guard() { SDNN_CUDA_CHECK(cudaStreamCreate(&s)); }
+  ~stream_guard() {
+    cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  }
+  stream_guard(stream_guard const&) = delete;
+  stream_guard& operator=(stream_guard const&) = delete;
+  sdnn::cuda_exec exec() const { return sdnn::cuda_exec{s}; }
+};
 
 // Two non-blocking streams for the plan-protocol tests (runs on a stream other than a plan's
 // home stream); synchronised and destroyed at scope exit.

@@ -23,14 +23,7 @@ namespace {
 
 using layer_t = csr_matrix<float, std::int32_t>;
 
-struct stream_guard {
-  cudaStream_t s = nullptr;
-  stream_guard() { SDNN_CUDA_CHECK(cudaStreamCreate(&s)); }
-  ~stream_guard() {
-    cudaStreamSynchronize(s);
-    cudaStreamDestroy(s);
-  }
-};
+using sdnn_test::stream_guard;
 
 using sdnn_test::dense_of;
 using sdnn_test::first_rows;

@@ -122,14 +122,7 @@ std::vector<shape> const shapes{{0, 0, 0.5},   {0, 7, 0.5},    {6, 0, 0.5},    {
                                 {9, 1, 0.6},   {1, 40, 0.3},   {20, 20, 0.0},  {33, 65, 0.1},
                                 {64, 64, 0.05}, {100, 37, 0.3}, {31, 70, 1.0}, {1000, 517, 0.02}};
 
-struct stream_guard {
-  cudaStream_t s{};
-  stream_guard() { SDNN_CUDA_CHECK(cudaStreamCreate(&s)); }
-  ~stream_guard() {
-    cudaStreamSynchronize(s);
-    cudaStreamDestroy(s);
-  }
-};
+using sdnn_test::stream_guard;
 }  // namespace
 
 TEMPLATE_TEST_CASE("device conversions, copies and stats equal the host ones on random matrices", "[cuda][formats]",

@@ -33,14 +33,7 @@ using namespace sdnn;
 
 namespace {
 
-struct stream_guard {
-  cudaStream_t s = nullptr;
-  stream_guard() { SDNN_CUDA_CHECK(cudaStreamCreate(&s)); }
-  ~stream_guard() {
-    cudaStreamSynchronize(s);
-    cudaStreamDestroy(s);
-  }
-};
+using sdnn_test::stream_guard;
 
 csr_matrix<float, std::int32_t> random_csr(std::int32_t rows, std::int32_t cols, double density, std::uint32_t seed,
                                            double empty_row_fraction = 0.0) {

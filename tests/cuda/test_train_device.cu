@@ -180,15 +180,7 @@ std::string thrown_message(F&& f) {
   return "";
 }
 
-struct stream_guard {
-  cudaStream_t s = nullptr;
-  stream_guard() { SDNN_CUDA_CHECK(cudaStreamCreate(&s)); }
-  ~stream_guard() {
-    cudaStreamSynchronize(s);
-    cudaStreamDestroy(s);
-  }
-  cuda_exec exec() const { return cuda_exec{s}; }
-};
+using sdnn_test::stream_guard;
 
 // ---- the cases -----------------------------------------------------------------------------
 
