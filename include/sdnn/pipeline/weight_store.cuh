@@ -166,11 +166,12 @@ class weight_store {
     SDNN_CUDA_CHECK(cudaStreamWaitEvent(exec.stream, loaded_[s], 0));
     auto const& p = layers_[l];
     unsigned char const* base = slot_[s].data();
-    epi.bias = p.has_bias ? reinterpret_cast<Acc const*>(base + p.off_bias) : nullptr;
     (void)epi;  // unused for the policies that cannot stream (the constructor refused them)
+    (void)base;
     SDNN_EXPECTS_DIMS(in.cols == p.k && out.cols == p.n, "weight_store: layer ", l, " is ", p.k, " -> ", p.n,
                       ", got ", in.cols, " -> ", out.cols);
     if constexpr (streams_weights_v<Policy>) {
+      epi.bias = p.has_bias ? reinterpret_cast<Acc const*>(base + p.off_bias) : nullptr;
       bool done = rows.max_live <= 0 || p.n == 0;
       if constexpr (tiled) {
         if (!done && p.tiles_ok) {
