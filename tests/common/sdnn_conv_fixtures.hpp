@@ -1,11 +1,30 @@
 // Shared inputs for the host and device convolution / pruning tests.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 namespace sdnn_test {
+
+// n integers in [lo, hi] as floats (sums of their products are exact: tests compare with ==).
+inline std::vector<float> small_ints(std::size_t n, int lo, int hi, std::uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = float(d(g));
+  return v;
+}
+
+// n reals uniform in [-1, 1).
+inline std::vector<float> reals(std::size_t n, std::uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
 
 // K x F weights with many ties: values from {0, -0, +-0.5, +-1, +-2}; about one channel in
 // six is all zero. Pruning must break the ties by flat index and never keep a zero.

@@ -27,10 +27,11 @@ inline bool have_gpu() {
   return n > 0;
 }
 
-// One stream for a test (cudaStreamCreate), synchronised and destroyed at scope exit.
+// One stream for a test (cudaStreamCreateWithFlags: blocking by default, or
+// cudaStreamNonBlocking), synchronised and destroyed at scope exit.
 struct stream_guard {
   cudaStream_t s = nullptr;
-  stream_guard() { SDNN_CUDA_CHECK(cudaStreamCreate(&s)); }
+  explicit stream_guard(unsigned flags = cudaStreamDefault) { SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, flags)); }
   ~stream_guard() {
     cudaStreamSynchronize(s);
     cudaStreamDestroy(s);
@@ -55,6 +56,20 @@ struct stream_pair {
     cudaStreamDestroy(b);
   }
 };
+
+// A host vector on the device, enqueued on ex.stream (core/memory.cuh's to_device).
+template <class T>
+sdnn::buffer<T, sdnn::device_space> upload(std::vector<T> const& h, sdnn::cuda_exec ex) {
+  return sdnn::to_device(h.data(), h.size(), ex);
+}
+// n elements of device memory back on the host (synchronises ex.stream).
+template <class T>
+std::vector<T> download(T const* d, std::size_t n, sdnn::cuda_exec ex) {
+  std::vector<T> h(n);
+  if (n) SDNN_CUDA_CHECK(cudaMemcpyAsync(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost, ex.stream));
+  SDNN_CUDA_CHECK(cudaStreamSynchronize(ex.stream));
+  return h;
+}
 
 // Copies a device buffer back (synchronises the stream) into a std::vector.
 template <class T>

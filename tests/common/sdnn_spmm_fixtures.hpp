@@ -28,6 +28,7 @@
 #include <sdnn/core/memory.cuh>
 
 #include "sdnn_catch.hpp"
+#include "sdnn_gpu_test.cuh"
 #endif
 
 namespace sdnn_test {
@@ -138,20 +139,7 @@ std::vector<T> convert(float const* p, std::size_t n) {
 
 #ifdef __CUDACC__
 
-template <class T>
-sdnn::buffer<T, sdnn::device_space> upload(std::vector<T> const& h, sdnn::cuda_exec e) {
-  sdnn::buffer<T, sdnn::device_space> d(h.size(), e);
-  if (!h.empty())
-    SDNN_CUDA_CHECK(cudaMemcpyAsync(d.data(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, e.stream));
-  return d;
-}
-template <class T>
-std::vector<T> download(T const* d, std::size_t n, sdnn::cuda_exec e) {
-  std::vector<T> h(n);
-  if (n) SDNN_CUDA_CHECK(cudaMemcpyAsync(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost, e.stream));
-  SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));
-  return h;
-}
+// upload / download: tests/common/sdnn_gpu_test.cuh.
 
 // A device copy of a host float CSR, values converted to T.
 template <class T>

@@ -31,20 +31,8 @@ using namespace sdnn;
 using namespace sdnn::conv;
 
 namespace {
-std::vector<float> small_ints(std::size_t n, int lo, int hi, std::uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_int_distribution<int> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = float(d(g));
-  return v;
-}
-std::vector<float> reals(std::size_t n, std::uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+using sdnn_test::small_ints;  // tests/common/sdnn_conv_fixtures.hpp
+using sdnn_test::reals;
 template <class T>
 std::vector<T> to_t(std::vector<float> const& v) {
   std::vector<T> r(v.size());
@@ -57,12 +45,7 @@ std::vector<float> to_f(std::vector<T> const& v) {
   for (std::size_t i = 0; i < v.size(); ++i) r[i] = value_cast<float>(v[i]);
   return r;
 }
-template <class T>
-device_buffer<T> upload(std::vector<T> const& h, cuda_exec ex) {
-  device_buffer<T> d(h.size(), ex);
-  if (!h.empty()) SDNN_CUDA_CHECK(cudaMemcpyAsync(d.data(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, ex.stream));
-  return d;
-}
+using sdnn_test::upload;  // tests/common/sdnn_gpu_test.cuh
 
 // Runs the kernel for one forced config (through its direct_conv_plan); returns the output as floats.
 template <class T, class Acc>

@@ -9,6 +9,7 @@
 //     layer with max |w| = 127: scale 1, integer weights; all-zero weights).
 // Outputs are poisoned (all bits set = NaN) before each run.
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_conv_fixtures.hpp"
 
 #include <sdnn/formats/conv_weights.hpp>
 #include <sdnn/formats/quantized_conv.hpp>
@@ -29,26 +30,9 @@ using namespace sdnn;
 using namespace sdnn::conv;
 
 namespace {
-std::vector<float> small_ints(std::size_t n, int lo, int hi, std::uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_int_distribution<int> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = float(d(g));
-  return v;
-}
-std::vector<float> reals(std::size_t n, std::uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
-template <class T>
-device_buffer<T> upload(std::vector<T> const& h, cuda_exec ex) {
-  device_buffer<T> d(h.size(), ex);
-  if (!h.empty()) SDNN_CUDA_CHECK(cudaMemcpyAsync(d.data(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, ex.stream));
-  return d;
-}
+using sdnn_test::small_ints;  // tests/common/sdnn_conv_fixtures.hpp
+using sdnn_test::reals;
+using sdnn_test::upload;  // tests/common/sdnn_gpu_test.cuh
 
 // One run of a plan type (float direct_conv_plan or quantized_direct_conv_plan) for a config.
 template <class Plan, class W>

@@ -81,17 +81,8 @@ csr_matrix<T, Index> random_w(Index in, Index out, double density, std::uint32_t
   return make_csr<T, Index>(in, out, rp, ci, v);
 }
 
-template <class T>
-device_buffer<T> upload(std::vector<T> const& h, cuda_exec e) {
-  return to_device(h.data(), h.size(), e);
-}
-template <class T>
-std::vector<T> download(T const* d, std::size_t n, cuda_exec e) {
-  std::vector<T> h(n);
-  if (n) SDNN_CUDA_CHECK(cudaMemcpyAsync(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost, e.stream));
-  SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));
-  return h;
-}
+using sdnn_test::download;  // tests/common/sdnn_gpu_test.cuh
+using sdnn_test::upload;
 
 template <class T>
 struct dmat {

@@ -21,14 +21,6 @@ using namespace sdnn;
 
 namespace {
 
-struct ws_stream {
-  cudaStream_t s = nullptr;
-  ws_stream() { SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~ws_stream() {
-    cudaStreamSynchronize(s);
-    cudaStreamDestroy(s);
-  }
-};
 
 template <class Policy>
 using ws_layer = layers::sparse_linear<float, format::csr, Policy>;
@@ -123,7 +115,7 @@ void streamed_equals_resident(std::int32_t n, int depth, std::int32_t count, cud
 
 TEST_CASE("weight_store: streamed weights give bitwise the resident result (K = 2 and 3)", "[cuda][weight_store]") {
   SDNN_REQUIRE_DEVICE();
-  ws_stream sg;
+  sdnn_test::stream_guard sg{cudaStreamNonBlocking};
   cuda_exec exec{sg.s};
   streamed_equals_resident<policy::sparse_linear_default>(1024, 24, 240, exec);
   streamed_equals_resident<policy::skip_empty_rows<policy::csc_gather<16>>>(1024, 12, 120, exec);
@@ -134,7 +126,7 @@ TEST_CASE("weight_store: streamed weights give bitwise the resident result (K = 
 TEST_CASE("weight_store: a budget below the network streams it (automatic), one above keeps it resident",
           "[cuda][weight_store]") {
   SDNN_REQUIRE_DEVICE();
-  ws_stream sg;
+  sdnn_test::stream_guard sg{cudaStreamNonBlocking};
   cuda_exec exec{sg.s};
   std::int32_t const n = 1024;
   std::vector<csr_matrix<float, std::int32_t>> ws;
@@ -169,7 +161,7 @@ TEST_CASE("weight_store: a budget below the network streams it (automatic), one 
 TEST_CASE("weight_store: a budget too small for two slots is an sdnn::error naming the numbers",
           "[cuda][weight_store]") {
   SDNN_REQUIRE_DEVICE();
-  ws_stream sg;
+  sdnn_test::stream_guard sg{cudaStreamNonBlocking};
   cuda_exec exec{sg.s};
   std::int32_t const n = 1024;
   std::vector<csr_matrix<float, std::int32_t>> ws;
@@ -212,7 +204,7 @@ TEST_CASE("weight_store: a budget too small for two slots is an sdnn::error nami
 TEST_CASE("weight_store: a failed upload is an sdnn::cuda_error, not a hang; the store then runs again",
           "[cuda][weight_store]") {
   SDNN_REQUIRE_DEVICE();
-  ws_stream sg;
+  sdnn_test::stream_guard sg{cudaStreamNonBlocking};
   cuda_exec exec{sg.s};
   std::int32_t const n = 1024, rows = 64;
   using P = policy::csc_tiled<16>;

@@ -4,6 +4,7 @@
 // tests/cuda/test_conv.cu, not through host copies.
 // All data are small integers, so every float comparison is exact (==).
 #include "sdnn_catch.hpp"
+#include "sdnn_conv_fixtures.hpp"
 
 #include <sdnn/formats/conv_shape.hpp>
 #include <sdnn/formats/conv_weights.hpp>
@@ -24,13 +25,7 @@
 using namespace sdnn::conv;
 
 namespace {
-std::vector<float> small_ints(std::size_t n, int lo, int hi, std::uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_int_distribution<int> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = float(d(g));
-  return v;
-}
+using sdnn_test::small_ints;  // tests/common/sdnn_conv_fixtures.hpp
 // Distinct magnitudes (no ties): a permutation of +-1..n.
 std::vector<float> distinct(std::size_t n, std::uint32_t seed) {
   std::vector<float> v(n);
