@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_conv_layers.hpp"
 #include "bench_util.cuh"
 
 #include <sdnn/formats/conv_weights.hpp>
@@ -54,11 +55,7 @@ struct layer_spec {
 
 std::vector<layer_spec> all_layers() {
   std::vector<layer_spec> v;
-  int const vgg[9][3] = {{3, 224, 64},   {64, 224, 64},  {64, 112, 128}, {128, 112, 128}, {128, 56, 256},
-                         {256, 56, 256}, {256, 28, 512}, {512, 28, 512}, {512, 14, 512}};
-  for (auto const& l : vgg)
-    v.push_back({"vgg16", "vgg_" + std::to_string(l[0]) + "x" + std::to_string(l[1]) + "_" + std::to_string(l[2]),
-                 conv_shape::conv2d(l[0], l[1], l[1], l[2], 3, 3, 1, 1)});
+  for (auto const& l : sdnn_bench::vgg16_layers()) v.push_back({"vgg16", l.name, l.s});
   int const rn[6][3] = {{64, 56, 256}, {256, 56, 64}, {128, 28, 512}, {512, 28, 128}, {256, 14, 1024}, {1024, 14, 256}};
   for (auto const& l : rn)
     v.push_back({"resnet50", "rn50_1x1_" + std::to_string(l[0]) + "x" + std::to_string(l[1]) + "_" + std::to_string(l[2]),

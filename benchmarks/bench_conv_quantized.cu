@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_conv_layers.hpp"
 #include "bench_util.cuh"
 
 #include <sdnn/formats/conv_weights.hpp>
@@ -46,21 +47,7 @@ using namespace sdnn::conv;
 
 namespace {
 
-struct layer_spec {
-  std::string name;
-  conv_shape s;
-};
-
-// bench_conv.cu's VGG-16 list.
-std::vector<layer_spec> vgg_layers() {
-  std::vector<layer_spec> v;
-  int const vgg[9][3] = {{3, 224, 64},   {64, 224, 64},  {64, 112, 128}, {128, 112, 128}, {128, 56, 256},
-                         {256, 56, 256}, {256, 28, 512}, {512, 28, 512}, {512, 14, 512}};
-  for (auto const& l : vgg)
-    v.push_back({"vgg_" + std::to_string(l[0]) + "x" + std::to_string(l[1]) + "_" + std::to_string(l[2]),
-                 conv_shape::conv2d(l[0], l[1], l[1], l[2], 3, 3, 1, 1)});
-  return v;
-}
+using layer_spec = sdnn_bench::named_conv;  // benchmarks/common/bench_conv_layers.hpp
 bool default_layer(std::string const& n) {
   return n == "vgg_64x224_64" || n == "vgg_128x112_128" || n == "vgg_256x56_256" || n == "vgg_512x28_512" ||
          n == "vgg_512x14_512";
@@ -211,7 +198,7 @@ int main(int argc, char** argv) {
   }
   int rc = static_cast<int>(rest.size());
   benchmark::Initialize(&rc, rest.data());
-  for (auto const& L : vgg_layers()) {
+  for (auto const& L : sdnn_bench::vgg16_layers()) {
     if (opt.layer_filter.empty() ? !default_layer(L.name) : L.name.find(opt.layer_filter) == std::string::npos) continue;
     std::string const n = "conv_quantized/" + L.name + "/s" + std::to_string(int(opt.sparsity * 1000 + 0.5));
     benchmark::RegisterBenchmark(n.c_str(), bench_layer, L)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
