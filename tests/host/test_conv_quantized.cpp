@@ -64,7 +64,7 @@ TEST_CASE("quantized conv weights: int8 round trip within scale / 2 per output c
           float m = 0;
           for (std::int64_t e = std::int64_t(k) * w.nnz_per_channel; e < std::int64_t(k + 1) * w.nnz_per_channel; ++e)
             m = std::max(m, std::fabs(w.values[static_cast<std::size_t>(e)]));
-          REQUIRE(q.enc.scale[static_cast<std::size_t>(k)] == Approx(m / 127.0f));
+          REQUIRE(q.enc.scale[static_cast<std::size_t>(k)] == sdnn_test::Approx(m / 127.0f));
         }
       }
       auto const f = footprint(q);
