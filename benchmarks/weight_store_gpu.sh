@@ -10,7 +10,11 @@
 # env: BIG=1 adds 65536 x 1920 (about 32 GB of CSR: ~30 GB of pinned host memory for the packed
 #      layers plus the host CSR; host generation ~100 s) resident vs --device-memory-budget 4GiB;
 #      JOBS (build jobs, default 16); REPS (timed runs, default 3; BIG runs use 1);
-#      SKIP_BUILD=1, SKIP_TESTS=1, SKIP_SMALL=1 (no 16384 x 480 runs), BIG_TIMEOUT (s per BIG run).
+#      SKIP_BUILD=1, SKIP_TESTS=1, SKIP_SMALL=1 (no 16384 x 480 runs), BIG_TIMEOUT (s per BIG run);
+#      TESTS (Catch2 filter of the device tests, default [weight_store]; memcheck runs on
+#      SANITIZE_TESTS, default TESTS); ENGINE_RUNS: the depth-first engine resident vs streamed
+#      (--weight-store host), a list of N:L:POLICY:BUDGET (e.g. "4096:1920:depth_first_plain:256MiB"),
+#      ENGINE_TIMEOUT (s per engine run, default 600).
 set -uo pipefail
 B=${1:?usage: weight_store_gpu.sh BUILD_DIR OUT_DIR}
 OUT=${2:?usage: weight_store_gpu.sh BUILD_DIR OUT_DIR}
@@ -32,14 +36,15 @@ cat "$OUT/gpu.txt"
 tests_rc=skipped
 memcheck_rc=skipped
 if [ -z "${SKIP_TESTS:-}" ]; then
-  SDNN_REQUIRE_GPU=1 "$tests" "[weight_store]" > "$OUT/tests.txt" 2>&1
+  T=${TESTS:-[weight_store]}
+  SDNN_REQUIRE_GPU=1 "$tests" "$T" > "$OUT/tests.txt" 2>&1
   tests_rc=$?
-  echo "tests [weight_store]: rc=$tests_rc"; tail -3 "$OUT/tests.txt"
+  echo "tests $T: rc=$tests_rc"; tail -3 "$OUT/tests.txt"
   if command -v compute-sanitizer > /dev/null; then
-    SDNN_REQUIRE_GPU=1 compute-sanitizer --tool memcheck --error-exitcode 99 "$tests" "[weight_store]" \
+    SDNN_REQUIRE_GPU=1 compute-sanitizer --tool memcheck --error-exitcode 99 "$tests" "${SANITIZE_TESTS:-$T}" \
       > "$OUT/memcheck.txt" 2>&1
     memcheck_rc=$?
-    echo "memcheck [weight_store]: rc=$memcheck_rc"; tail -3 "$OUT/memcheck.txt"
+    echo "memcheck ${SANITIZE_TESTS:-$T}: rc=$memcheck_rc"; tail -3 "$OUT/memcheck.txt"
   else
     memcheck_rc=no-compute-sanitizer
   fi
@@ -55,7 +60,7 @@ run() {
   /usr/bin/time -v timeout "$to" "$exe" bench "$@" > "$OUT/$label.txt" 2>&1
   local rc=$?
   echo "   rc=$rc"
-  grep -E "inference seconds|categories:|weights:" "$OUT/$label.txt" | sed 's/^/   /'
+  grep -E "inference seconds|categories:|weights:|engine:|error" "$OUT/$label.txt" | sed 's/^/   /'
   grep -E "Maximum resident set size|Elapsed \(wall" "$OUT/$label.txt" | sed 's/^\s*/   /'
   local line
   line=$(grep '^{"family"' "$OUT/$label.txt" | tail -1)
@@ -74,6 +79,14 @@ run n16384_l480_auto_1GiB 900 --neurons 16384 --layers 480 --policy $P --reps "$
 "$exe" bench --neurons 16384 --layers 8 --device-memory-budget 4GiBs > "$OUT/bad_size.txt" 2>&1
 echo "bad size: rc=$? $(head -1 "$OUT/bad_size.txt")"
 fi
+# The depth-first engine: resident, then its terms streamed in windows of layers under the budget.
+for spec in ${ENGINE_RUNS:-}; do
+  IFS=: read -r n l v b <<< "$spec"
+  run "n${n}_l${l}_${v}_resident" "${ENGINE_TIMEOUT:-600}" --neurons "$n" --layers "$l" --policy "$v" --reps "$R" \
+    --weight-store device
+  run "n${n}_l${l}_${v}_host_$b" "${ENGINE_TIMEOUT:-600}" --neurons "$n" --layers "$l" --policy "$v" --reps "$R" \
+    --weight-store host --device-memory-budget "$b"
+done
 if [ -n "${BIG:-}" ]; then
   run n65536_l1920_resident "${BIG_TIMEOUT:-3000}" --neurons 65536 --layers 1920 --policy $P --reps 1 --weight-store device
   run n65536_l1920_host_4GiB "${BIG_TIMEOUT:-3000}" --neurons 65536 --layers 1920 --policy $P --reps 1 --weight-store host --device-memory-budget 4GiB
@@ -83,7 +96,7 @@ python3 - "$J" "$OUT/weight_store.md" "$tests_rc" "$memcheck_rc" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 out = open(sys.argv[2], "w")
-out.write(f"# weight store (issue 11)\n\ntests [weight_store]: rc={sys.argv[3]}; memcheck: rc={sys.argv[4]}\n\n")
+out.write(f"# weight store (issue 11)\n\ndevice tests: rc={sys.argv[3]}; memcheck: rc={sys.argv[4]}\n\n")
 out.write("| run | rc | seconds | categories | hash | same as resident | streamed GB/run | uploads | copy busy s | H2D GB/s copying | link peak GB/s | % of peak | GB/s over inference |\n")
 out.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 ref = {}
@@ -95,13 +108,14 @@ for r in rows:
     key = r["label"].split("_")[0] + "_" + r["label"].split("_")[1]
     h = r.get("categories_fnv1a", "")
     same = "" if key not in ref or not h else ("yes" if h == ref[key] else "NO")
-    b = r.get("streamed_bytes")
+    b = r.get("streamed_bytes", r.get("stream_bytes"))  # pipeline / engine (warm-up run)
     bw = r.get("h2d_bytes_per_second")
     pk = r.get("h2d_peak_bytes_per_second")
     sec = r.get("seconds")
     out.write("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n".format(
         r["label"], r.get("rc"), sec if sec is not None else "", r.get("categories", ""), h, same,
-        f"{b/1e9:.3f}" if b else "", r.get("uploads", ""), f"{r['copy_seconds']:.4f}" if "copy_seconds" in r else "",
+        f"{b/1e9:.3f}" if b else "", r.get("uploads", r.get("stream_uploads", "")),
+        f"{r['copy_seconds']:.4f}" if "copy_seconds" in r else "",
         f"{bw/1e9:.2f}" if bw else "", f"{pk/1e9:.2f}" if pk else "", f"{100*bw/pk:.0f}" if bw and pk else "",
         f"{b/sec/1e9:.2f}" if b and sec else ""))
 out.write("\nWhere the time goes: a streamed run is copy-bound when 'copy busy s' is close to 'seconds' "

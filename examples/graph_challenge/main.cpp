@@ -363,7 +363,19 @@ outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make,
     int const threads = build_threads > 0 ? build_threads
                                           : static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
     ops::challenge_engine_plan plan(layers_n, make, bias, exec, opt, threads);
-    if (opt.device_memory_budget > 0) {  // --device-memory-budget: the plan checked it before allocating
+    if (plan.streamed()) {  // --weight-store host, or auto over the budget: windows of layers from pinned memory
+      auto const& sc = plan.stream_schedule();
+      out.weights = "engine terms streamed from pinned host memory: " + std::to_string(sc.windows.size()) +
+                    " windows in 2 slots of " + pipeline::format_bytes(sc.slot_bytes) + ", chunks of " +
+                    std::to_string(sc.chunk_rows) + " rows; plan " + pipeline::format_bytes(plan.device_bytes()) +
+                    " on the device (budget " +
+                    (opt.device_memory_budget ? pipeline::format_bytes(opt.device_memory_budget)
+                                              : std::string("60% of the free memory")) + ")";
+      out.weights_json = ",\"weights\":\"host\",\"engine_device_bytes\":" + std::to_string(plan.device_bytes()) +
+                         ",\"stream_windows\":" + std::to_string(sc.windows.size()) +
+                         ",\"stream_slot_bytes\":" + std::to_string(sc.slot_bytes) +
+                         ",\"stream_chunk_rows\":" + std::to_string(sc.chunk_rows);
+    } else if (opt.device_memory_budget > 0) {  // --device-memory-budget: the plan checked it before allocating
       out.weights = "engine plan resident on the device: " + pipeline::format_bytes(plan.device_bytes()) +
                     " (layer layout and team scratch; budget " + pipeline::format_bytes(opt.device_memory_budget) + ")";
       out.weights_json = ",\"weights\":\"device\",\"engine_device_bytes\":" + std::to_string(plan.device_bytes());
@@ -395,6 +407,25 @@ outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make,
                   static_cast<long long>(warm.retired), fmin, fmax,
                   opt.structure.retirement ? plan.structure().saturation.retire_from() : -1);
     out.engine_json = buf;
+    if (plan.streamed()) {  // what the warm-up run moved (a timed run moves the same, less what the slots still held)
+      double const peak = pipeline::measure_h2d_peak();
+      double const achieved = warm.copy_seconds > 0 ? static_cast<double>(warm.bytes_streamed) / warm.copy_seconds : 0;
+      std::snprintf(buf, sizeof buf,
+                    "; streamed %.3f GB in %lld uploads (copy stream busy %.4f s, %.1f GB/s while copying, link "
+                    "peak %.1f GB/s), %lld windows run and %lld skipped over %lld chunks",
+                    static_cast<double>(warm.bytes_streamed) / 1e9, static_cast<long long>(warm.uploads),
+                    warm.copy_seconds, achieved / 1e9, peak / 1e9, static_cast<long long>(warm.windows_run),
+                    static_cast<long long>(warm.windows_skipped), static_cast<long long>(warm.chunks));
+      out.engine += buf;
+      std::snprintf(buf, sizeof buf,
+                    ",\"stream_bytes\":%llu,\"stream_uploads\":%lld,\"stream_windows_run\":%lld,"
+                    "\"stream_windows_skipped\":%lld,\"stream_chunks\":%lld,\"copy_seconds\":%.6g,"
+                    "\"h2d_bytes_per_second\":%.6g,\"h2d_peak_bytes_per_second\":%.6g",
+                    static_cast<unsigned long long>(warm.bytes_streamed), static_cast<long long>(warm.uploads),
+                    static_cast<long long>(warm.windows_run), static_cast<long long>(warm.windows_skipped),
+                    static_cast<long long>(warm.chunks), warm.copy_seconds, achieved, peak);
+      out.engine_json += buf;
+    }
     std::fprintf(stderr, "  (engine warm-up run %.4f s; %d timed runs)\n", warm_s, reps);
   }
   SDNN_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -563,12 +594,14 @@ std::string streaming_policies() {
 // --weight-store and --device-memory-budget of infer and bench (issue 11).
 void add_weight_options(cli::command& c) {
   c.opt("weight-store", "WHERE").one_of({"device", "host", "auto"}).default_to("device")
-      .help("where a layer-by-layer pipeline keeps the weights: device (resident), host (pinned host memory, "
-            "streamed to the GPU layer by layer through a ring of device slots), auto (host when the "
-            "resident weights exceed --device-memory-budget, else 60% of the free device memory)");
+      .help("where the weights live: device (resident), host (pinned host memory, streamed to the GPU: layer "
+            "by layer through a ring of device slots for a pipeline policy, in windows of layers through two "
+            "slots for the depth-first engine), auto (host when the resident weights exceed "
+            "--device-memory-budget, else 60% of the free device memory)");
   c.opt("device-memory-budget", "SIZE").text().check(check_byte_size).default_is("none")
       .help("device memory for the weights: 4GiB, 512MiB, or bytes; streamed weights take 2 or 3 slots of the "
-            "largest layer within it");
+            "largest layer within it (the depth-first engine: its whole plan, two slots of layer windows and "
+            "the parked rows)");
 }
 
 // The weight options as given; refused (usage error) with the engine, the cuSPARSE policies and
@@ -581,13 +614,9 @@ weight_args weight_options(cli::result const& o, std::string const& command, std
   if (o.has("device-memory-budget")) pipeline::parse_byte_size(o.text("device-memory-budget"), wa.budget);
   if (wa.mode == pipeline::weight_placement::device && wa.budget == 0) return wa;
   std::string const what = o.has("device-memory-budget") ? "--device-memory-budget" : "--weight-store " + o.text("weight-store");
-  if (engine && wa.mode == pipeline::weight_placement::host)
-    fail_usage(command, what, ": the depth-first engine (--policy ", policy_name,
-               ") keeps its folded weights on the device (its layout is usually 16-32x smaller than CSR, so "
-               "65536 x 1920 fits a GPU whole; --device-memory-budget bounds it); weights stream from host memory "
-               "with the layer-by-layer policies: ",
-               streaming_policies());
-  if (engine) return wa;  // a budget: the engine's plan checks its layout against it (else an error)
+  // The engine streams its terms in windows of layers (ops::challenge_engine_plan): host, or auto
+  // over the budget; device with a budget: its plan checks its layout against it (else an error).
+  if (engine) return wa;
   if (policy_name.rfind("cusparse", 0) == 0)
     fail_usage(command, what, ": --policy ", policy_name,
                " keeps cuSPARSE descriptors on resident weights; weights stream with: ", streaming_policies());
@@ -748,6 +777,7 @@ job prepare_infer(cli::result const& o, machine const& m, bool writer) {
   if (engine && backend != "cuda") fail_usage("infer", "--policy ", policy_name, ": the depth-first engine needs --backend cuda");
   weight_args const wa = weight_options(o, "infer", policy_name, engine, backend == "cuda");
   eopt.device_memory_budget = wa.budget;  // the engine: its plan checks its layout against the budget
+  eopt.weights = wa.mode;                 // host or auto: it streams its terms in windows of layers
   // Every path before any work.
   auto const paths = layer_paths(o.text("weights"), n, layers_n);
   std::string const in_path = o.text("inputs");
@@ -871,6 +901,7 @@ job prepare_bench(cli::result const& o, machine const& m, bool writer) {
   if (engine && !m.gpu) fail("--policy ", policy_name, ": the depth-first engine needs a CUDA device");
   weight_args const wa = weight_options(o, "bench", policy_name, engine, m.gpu);
   eopt.device_memory_budget = wa.budget;  // the engine: its plan checks its layout against the budget
+  eopt.weights = wa.mode;                 // host or auto: it streams its terms in windows of layers
   char const* json_path = writer ? std::getenv("SDNN_BENCH_JSON") : nullptr;
   if (json_path && *json_path) cli::check_output_file(json_path, "$SDNN_BENCH_JSON");
   if (json_path) j.json_path = json_path;

@@ -12,6 +12,7 @@
 #include "sdnn/core/exec.hpp"
 #include "sdnn/core/memory.hpp"
 #include "sdnn/core/types.hpp"
+#include "sdnn/core/weight_placement.hpp"
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/formats/csr.hpp"

@@ -35,7 +35,8 @@ void check_engine(std::vector<layer_t> const& ws, float bias, layer_t const& inp
   INFO(what << " (retirement " << opt.structure.retirement << ", folding " << opt.structure.folding
             << ", threads per row " << opt.threads_per_row << ", scratch "
             << (opt.scratch == ops::challenge_engine_scratch_place::global ? "global" : "automatic") << ", compact terms "
-            << opt.compact_terms << ", fast path " << opt.fast_path << ")");
+            << opt.compact_terms << ", fast path " << opt.fast_path << ", weights " << to_string(opt.weights)
+            << ", slot " << opt.stream_slot_bytes << " bytes, chunk " << opt.stream_chunk_rows << " rows)");
   auto const ref = reference::challenge_infer(inputs, ws, bias, opt.cap);
   auto const cats = reference::challenge_categories(ref);
   auto const want = dense_of(ref);
@@ -58,7 +59,24 @@ void check_engine(std::vector<layer_t> const& ws, float bias, layer_t const& inp
   if (opt.scratch == ops::challenge_engine_scratch_place::global) REQUIRE_FALSE(plan.state_in_shared_memory());
   if (!opt.fast_path) REQUIRE_FALSE(plan.fast_path());
   if (!opt.structure.retirement) REQUIRE(r.retired == 0);
-  // a second run of the same plan gives the same categories (the queue and counters reset)
+  if (opt.weights == weight_placement::host) {
+    auto const& sc = plan.stream_schedule();
+    INFO(sc.windows.size() << " windows of slots of " << sc.slot_bytes << " bytes, chunks of " << sc.chunk_rows);
+    REQUIRE(plan.streamed());
+    REQUIRE(!sc.windows.empty());
+    REQUIRE(sc.windows.front().first == 0);
+    REQUIRE(sc.windows.back().end == static_cast<std::int32_t>(ws.size()));
+    std::int64_t const chunks = inputs.rows() ? (inputs.rows() + sc.chunk_rows - 1) / sc.chunk_rows : 0;
+    REQUIRE(r.chunks == chunks);
+    REQUIRE(r.windows_run + r.windows_skipped == chunks * static_cast<std::int64_t>(sc.windows.size()));
+    REQUIRE(r.uploads >= std::min<std::int64_t>(r.windows_run, 1));
+    REQUIRE(r.uploads <= r.windows_run);
+  } else {
+    REQUIRE_FALSE(plan.streamed());
+    REQUIRE(r.bytes_streamed == 0);
+  }
+  // a second run of the same plan gives the same categories (the queue and counters reset; a
+  // streamed plan's slots still hold the last windows)
   REQUIRE(plan.run(exec, d_in.view()).categories == cats);
 }
 
@@ -74,12 +92,26 @@ void check_all_options(std::vector<layer_t> const& ws, float bias, layer_t const
         opt.fast_path = tpr == 0;  // explicit thread counts take the general (weight table) path
         check_engine(ws, bias, inputs, exec, opt, what);
       }
+      {  // streamed weights: a window per layer, the rows in three chunks
+        ops::challenge_engine_options opt;
+        opt.structure.retirement = retire;
+        opt.structure.folding = fold;
+        opt.weights = weight_placement::host;
+        opt.stream_slot_bytes = 1;
+        opt.stream_chunk_rows = std::max<std::int64_t>(1, (inputs.rows() + 2) / 3);
+        check_engine(ws, bias, inputs, exec, opt, what);
+      }
       if (also_global) {  // state and input row in global scratch (the N = 65536 path), wide terms
         ops::challenge_engine_options opt;
         opt.compact_terms = false;
         opt.structure.retirement = retire;
         opt.structure.folding = fold;
         opt.scratch = ops::challenge_engine_scratch_place::global;
+        if (retire != fold) {  // half of them streamed (the N = 65536 unfolded case: global scratch, streamed)
+          opt.weights = weight_placement::host;
+          opt.stream_slot_bytes = 1;
+          opt.stream_chunk_rows = std::max<std::int64_t>(1, inputs.rows() / 2);
+        }
         check_engine(ws, bias, inputs, exec, opt, what);
       }
     }
@@ -314,4 +346,84 @@ TEST_CASE("challenge engine: a layer with 65535 or more distinct weights turns t
   REQUIRE(r.categories == cats);
   REQUIRE(std::memcmp(r.final.data(), want.data(), want.size() * sizeof(float)) == 0);
   check_all_options(ws, -0.05f, in, exec, "many distinct weights in layer 2");
+}
+
+TEST_CASE("challenge engine: streamed weights (windows of layers, chunks of rows) equal the resident engine",
+          "[cuda][engine][engine_stream]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  cuda_exec exec{sg.s};
+  std::string const dir = sdnn_test::data_dir();
+  auto images = first_rows(io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200), 200);
+  auto d_in = to_device(images, exec);
+  std::vector<layer_t> ws;
+  for (int l = 0; l < 16; ++l) ws.push_back(data::official_1024_layer(l));
+  for (bool retire : {true, false}) {
+    INFO("retirement " << retire);
+    ops::challenge_engine_options base;
+    base.structure.retirement = retire;
+    base.structure.folding = false;  // 1024 classes per layer: 64 KB of terms per layer
+    ops::challenge_engine_plan resident(ws, -0.3f, exec, base);
+    auto const want = resident.run(exec, d_in.view(), true);
+    std::uint64_t const terms = std::uint64_t{16} * 1024 * 32 * 2;  // the fast path's 16-bit terms
+    std::uint64_t const fixed = resident.device_bytes() - terms;
+    auto run_with = [&](std::uint64_t budget, std::uint64_t slot, std::int64_t chunk, weight_placement where) {
+      ops::challenge_engine_options opt = base;
+      opt.weights = where;
+      opt.device_memory_budget = budget;
+      opt.stream_slot_bytes = slot;
+      opt.stream_chunk_rows = chunk;
+      ops::challenge_engine_plan plan(ws, -0.3f, exec, opt);
+      auto r = plan.run(exec, d_in.view(), true);
+      REQUIRE(r.categories == want.categories);
+      REQUIRE(std::memcmp(r.final.data(), want.final.data(), want.final.size() * sizeof(float)) == 0);
+      REQUIRE(r.row_layers == want.row_layers);
+      REQUIRE(r.layers_skipped == want.layers_skipped);
+      REQUIRE(r.retired == want.retired);
+      if (budget && plan.streamed())  // the plan and one chunk's park within the budget
+        REQUIRE(plan.device_bytes() + plan.stream_schedule().park_bytes_per_row *
+                                          static_cast<std::uint64_t>(std::min<std::int64_t>(200, plan.stream_schedule().chunk_rows)) <=
+                budget);
+      return std::make_pair(std::move(plan), r);
+    };
+    SECTION("automatic: resident within the budget, streamed over it") {
+      auto [p1, r1] = run_with(resident.device_bytes(), 0, 0, weight_placement::automatic);
+      REQUIRE_FALSE(p1.streamed());
+      // half the terms: two slots of a quarter of what is left, rows parked in the rest
+      std::uint64_t const budget = fixed + terms / 2 + 200 * (4 * 1024 + 8);
+      auto [p2, r2] = run_with(budget, 0, 0, weight_placement::automatic);
+      REQUIRE(p2.streamed());
+      REQUIRE(p2.stream_schedule().windows.size() >= 4);
+      REQUIRE(r2.bytes_streamed > 0);
+    }
+    SECTION("a window per layer, chunks of 7 rows, slots rewritten as the chunks go") {
+      auto [p, r] = run_with(0, 1, 7, weight_placement::host);
+      REQUIRE(p.stream_schedule().windows.size() == 16);
+      REQUIRE(r.chunks == (200 + 6) / 7);
+      if (retire) REQUIRE(r.windows_skipped > 0);  // chunks whose rows all retired or died early
+      REQUIRE(r.bytes_streamed <= static_cast<std::uint64_t>(r.uploads) * p.stream_schedule().slot_bytes);
+    }
+    SECTION("two windows: after the first chunk the slots hold both, nothing moves") {
+      auto [p, r] = run_with(0, terms / 2, 50, weight_placement::host);
+      REQUIRE(p.stream_schedule().windows.size() == 2);
+      if (!retire) REQUIRE(r.uploads == 2);
+      REQUIRE(r.bytes_streamed <= terms);
+      auto const again = p.run(exec, d_in.view());
+      REQUIRE(again.categories == want.categories);
+      REQUIRE(again.uploads == 0);
+    }
+    SECTION("budgets too small for two slots of a layer and one parked row are refused") {
+      std::uint64_t const layer = 1024 * 32 * 2;
+      auto const why = sdnn_test::error_text([&] { run_with(fixed + 2 * layer, 0, 0, weight_placement::host); });
+      REQUIRE(sdnn_test::has(why, "two slots of the largest layer"));
+      auto const why2 = sdnn_test::error_text([&] { run_with(fixed / 2, 0, 0, weight_placement::host); });
+      REQUIRE(sdnn_test::has(why2, "resident part"));
+      auto const why3 = sdnn_test::error_text([&] { run_with(resident.device_bytes() - 1, 0, 0, weight_placement::device); });
+      REQUIRE(sdnn_test::has(why3, "weights host (or automatic)"));
+      // just enough: two slots of one layer and one parked row
+      auto [p, r] = run_with(fixed + 2 * layer + 4 * 1024 + 8, 0, 0, weight_placement::host);
+      REQUIRE(p.stream_schedule().chunk_rows == 1);
+      REQUIRE(r.chunks == 200);
+    }
+  }
 }

@@ -320,3 +320,82 @@ TEST_CASE("engine layout: the fast path's 16-bit terms in groups of 4, with a pa
   in.row_ptr()[30] = e;
   check_all(ws, -0.1f, in, "N = 72, 8 inputs per output, one weight");
 }
+
+namespace {
+std::vector<challenge_engine_layer_desc> descs_at(std::vector<std::int64_t> const& bases) {
+  std::vector<challenge_engine_layer_desc> d(bases.size());
+  for (std::size_t i = 0; i < bases.size(); ++i) d[i].term_base = bases[i];
+  return d;
+}
+}  // namespace
+
+TEST_CASE("challenge engine streaming: windows of consecutive layers fit a slot, the rest of the budget parks rows",
+          "[engine][engine_stream]") {
+  // layers of 100, 200, 0, 300 and 400 terms of 2 bytes: 800 bytes the largest
+  auto const desc = descs_at({0, 100, 300, 300, 600});
+  std::uint64_t const park_row = 4 * 64 + 8;
+  SECTION("slots of the largest layer: greedy windows in order") {
+    auto const sc = ops::schedule_engine_stream(desc, 1000, 2, 64, 1 << 20, 1);
+    REQUIRE(sc.slot_bytes == 1024);  // 800 rounded up to 256
+    REQUIRE(sc.windows.size() == 3);
+    REQUIRE(sc.windows[0].first == 0);
+    REQUIRE(sc.windows[0].end == 3);
+    REQUIRE(sc.windows[0].term_begin == 0);
+    REQUIRE(sc.windows[0].term_end == 300);
+    REQUIRE(sc.windows[1].first == 3);
+    REQUIRE(sc.windows[1].end == 4);
+    REQUIRE(sc.windows[2].first == 4);
+    REQUIRE(sc.windows[2].end == 5);
+    REQUIRE(sc.windows[2].term_end == 1000);
+    REQUIRE(sc.park_bytes_per_row == park_row);
+    REQUIRE(sc.chunk_rows == static_cast<std::int64_t>(((1 << 20) - 2 * 1024) / park_row));
+    REQUIRE(sc.device_bytes(10) == 2 * 1024 + 10 * park_row);
+  }
+  SECTION("no slot asked: a quarter of what is available, at most every term") {
+    auto const big = ops::schedule_engine_stream(desc, 1000, 2, 64, 1 << 20);
+    REQUIRE(big.slot_bytes == 2048);  // all 2000 bytes of terms, rounded: one window
+    REQUIRE(big.windows.size() == 1);
+    auto const small = ops::schedule_engine_stream(desc, 1000, 2, 64, 6000);
+    REQUIRE(small.slot_bytes == 1280);  // 6000 / 4 = 1500, rounded down to 1280
+    REQUIRE(small.windows.size() == 2);
+    REQUIRE(small.chunk_rows == static_cast<std::int64_t>((6000 - 2 * 1280) / park_row));
+  }
+  SECTION("random layer sizes: windows cover every layer once, each within its slot") {
+    std::mt19937 rng(7);
+    for (int trial = 0; trial < 200; ++trial) {
+      int const L = 1 + static_cast<int>(rng() % 40);
+      std::vector<std::int64_t> bases;
+      std::int64_t at = 0, largest = 0;
+      for (int l = 0; l < L; ++l) {
+        bases.push_back(at);
+        std::int64_t const n = 32 * static_cast<std::int64_t>(rng() % 50);
+        largest = std::max(largest, n);
+        at += n;
+      }
+      std::uint64_t const avail = 2 * (static_cast<std::uint64_t>(largest) * 4 + 256) + park_row * (1 + rng() % 100);
+      auto const sc = ops::schedule_engine_stream(descs_at(bases), at, 4, 64, avail + rng() % 100000);
+      std::int32_t next = 0;
+      for (auto const& w : sc.windows) {
+        REQUIRE(w.first == next);
+        REQUIRE(w.end > w.first);
+        REQUIRE(static_cast<std::uint64_t>(w.term_end - w.term_begin) * 4 <= sc.slot_bytes);
+        next = w.end;
+      }
+      REQUIRE(next == L);
+      REQUIRE(sc.chunk_rows >= 1);
+      REQUIRE(2 * sc.slot_bytes + park_row * static_cast<std::uint64_t>(sc.chunk_rows) <= avail + 100000);
+    }
+  }
+  SECTION("too little for two slots of the largest layer and one parked row, or the chunk asked for: errors") {
+    std::uint64_t const need = 2 * 1024 + park_row;
+    REQUIRE_NOTHROW(ops::schedule_engine_stream(desc, 1000, 2, 64, need));
+    auto const why = sdnn_test::error_text([&] { ops::schedule_engine_stream(desc, 1000, 2, 64, need - 1); });
+    REQUIRE(sdnn_test::has(why, "two slots of the largest layer's terms"));
+    REQUIRE(sdnn_test::has(why, std::to_string(need) + " bytes"));
+    auto const why2 = sdnn_test::error_text([&] { ops::schedule_engine_stream(desc, 1000, 2, 64, need, 0, 2); });
+    REQUIRE(sdnn_test::has(why2, "stream_chunk_rows 2"));
+    REQUIRE(ops::schedule_engine_stream(desc, 1000, 2, 64, need, 0, 1).chunk_rows == 1);
+    auto const why3 = sdnn_test::error_text([&] { ops::schedule_engine_stream(desc, 1000, 2, 64, need, 4096); });
+    REQUIRE(sdnn_test::has(why3, "two slots of"));
+  }
+}

@@ -31,6 +31,14 @@
 // per team (ping-pong; one team barrier per layer separates a layer's reads from the next
 // layer's writes), in shared memory or, when they do not fit (N = 65536 without folding), in a
 // per-team slice of global scratch. The input row's dense scratch (N floats) likewise.
+//
+// Passes (challenge_engine_pass). With every layer resident one launch runs every layer for
+// every row. With streamed weights (ops/challenge_engine.cuh) a launch runs one window of
+// consecutive layers for one chunk of rows: a row still alive after the window's last layer
+// writes its D floats of state to the park and its id to the next window's live list; the next
+// launch reloads it. Parking stores the state's floats unchanged, so a row's values and the
+// order of its terms are those of one pass; only where its state sits between two layers
+// differs.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -70,6 +78,31 @@ struct challenge_engine_scratch {
   bool input_shared = true;    // N floats per team (the dense input row of layer 0)
   float* global = nullptr;     // per team: (state_shared ? 0 : 2 * max_distinct) + (input_shared ? 0 : N)
   std::int64_t global_per_team = 0;
+};
+
+// One launch's share of the work: layers [first, end) for some rows. Resident weights: one pass,
+// every layer, every input row. Streamed weights (ops/challenge_engine.cuh): one pass per window
+// of layers and chunk of rows. A pass with first = 0 takes the input rows [row_begin, row_end);
+// a later pass takes the rows listed in live_in (live_in_count of them) and their state after
+// layer first - 1 from the park. A row alive (not retired) after layer end - 1 < L - 1 is parked:
+// its state goes to the park and its id to live_out. net.terms holds terms from term_shift on.
+struct challenge_engine_pass {
+  std::int32_t first = 0, end = 0;
+  std::int64_t term_shift = 0;
+  std::int32_t row_begin = 0, row_end = 0;
+  std::int32_t const* live_in = nullptr;
+  int const* live_in_count = nullptr;
+  std::int32_t* live_out = nullptr;
+  int* live_out_count = nullptr;
+  float* park = nullptr;  // row r's state at (r - row_begin) * max_distinct
+
+  // The resident engine's one pass: every layer, every input row.
+  static challenge_engine_pass whole(std::int32_t layers, std::int32_t rows) {
+    challenge_engine_pass p;
+    p.end = layers;
+    p.row_end = rows;
+    return p;
+  }
 };
 
 // Teams per block for T threads per row: 4 warps (4 rows) per block for T = 32, else 1.
@@ -187,7 +220,8 @@ template <int T, int Teams, class Term>
 __global__ void __launch_bounds__(T * Teams)
     challenge_engine_kernel(csr_view<float, std::int32_t> in, challenge_engine_layers net, basic_epilogue<float> epi,
                             float cap, int* queue, std::uint32_t* category, float* final_rows,
-                            challenge_engine_scratch scratch, challenge_engine_counters* counters) {
+                            challenge_engine_scratch scratch, challenge_engine_counters* counters,
+                            challenge_engine_pass pass) {
   static_assert(T == 32 || Teams == 1, "challenge_engine: teams larger than a warp take the whole block");
   using team = engine_team<T>;
   extern __shared__ float smem[];
@@ -217,23 +251,52 @@ __global__ void __launch_bounds__(T * Teams)
   for (std::int64_t i = t; i < n; i += T) xin[i] = 0.f;
   team::sync();
 
+  std::int32_t const first = pass.first;
   for (;;) {
-    if (t == 0) s_row[tid] = atomicAdd(queue, 1);
+    if (t == 0) {
+      int const q = atomicAdd(queue, 1);
+      if (first == 0)
+        s_row[tid] = q < pass.row_end - pass.row_begin ? pass.row_begin + q : -1;
+      else
+        s_row[tid] = q < *pass.live_in_count ? pass.live_in[q] : -1;
+    }
     team::sync();
     int const row = s_row[tid];
-    if (row >= in.rows) break;
-    ++rows;
-    std::int32_t const p_begin = in.row_ptr[row], p_end = in.row_ptr[row + 1];
-    for (std::int32_t p = p_begin + t; p < p_end; p += T) xin[in.col_idx[p]] = in.values[p];
-    team::sync();
-    // Layer by layer; src: layer 0 the input row, then the previous layer's state.
-    float const* src = xin;
-    float* dst = st0;
-    bool alive = p_end > p_begin;  // an empty input row gives an all-zero layer 0: dead
-    bool allcap = false;           // the inputs are not taken as all-cap: retirement starts after layer 0
+    if (row < 0) break;
+    std::int32_t p_begin = 0, p_end = 0;
+    float const* src;
+    float* dst;
+    bool alive, allcap;
+    if (first == 0) {
+      ++rows;
+      p_begin = in.row_ptr[row];
+      p_end = in.row_ptr[row + 1];
+      for (std::int32_t p = p_begin + t; p < p_end; p += T) xin[in.col_idx[p]] = in.values[p];
+      team::sync();
+      // Layer by layer; src: layer 0 the input row, then the previous layer's state.
+      src = xin;
+      dst = st0;
+      alive = p_end > p_begin;  // an empty input row gives an all-zero layer 0: dead
+      allcap = false;           // the inputs are not taken as all-cap: retirement starts after layer 0
+    } else {
+      // A parked row (alive after layer first - 1): its state from the park.
+      float const* pk = pass.park + static_cast<std::int64_t>(row - pass.row_begin) * dmax;
+      std::int32_t const dp = net.desc[first - 1].distinct & ~challenge_engine_suffix_bit;
+      bool ac = true;
+      for (std::int32_t u = t; u < dp; u += T) {
+        float const v = pk[u];
+        st0[u] = v;
+        ac &= v == cap;
+      }
+      allcap = team::all(ac);
+      team::sync();
+      src = st0;
+      dst = st1;
+      alive = true;
+    }
     bool left_retired = false;
-    std::int32_t l = 0;
-    for (; alive && l < L; ++l) {
+    std::int32_t l = first, d_last = 0;
+    for (; alive && l < pass.end; ++l) {
       challenge_engine_layer_desc const dsc = net.desc[l];
       if (allcap && (dsc.distinct & challenge_engine_suffix_bit)) {
         left_retired = true;
@@ -248,8 +311,9 @@ __global__ void __launch_bounds__(T * Teams)
         int const len = dsc.length;
         for (std::int32_t u = t; u < d; u += 2 * T) {
           std::int32_t const v = u + T;
-          std::uint16_t const* ta = tu + challenge_engine_uniform_at(dsc.term_base, len, u, 0);
-          std::uint16_t const* tb = v < d ? tu + challenge_engine_uniform_at(dsc.term_base, len, v, 0) : nullptr;
+          std::uint16_t const* ta = tu + challenge_engine_uniform_at(dsc.term_base - pass.term_shift, len, u, 0);
+          std::uint16_t const* tb =
+              v < d ? tu + challenge_engine_uniform_at(dsc.term_base - pass.term_shift, len, v, 0) : nullptr;
           float za, zb;
           engine_uniform_sums(ta, tb, len, src, dsc.weight, za, zb);
           float const oa = epi(za, u);
@@ -265,7 +329,7 @@ __global__ void __launch_bounds__(T * Teams)
         }
       } else {
         challenge_engine_slice const* sl = net.slices + dsc.slice_base;
-        Term const* tm = static_cast<Term const*>(net.terms) + dsc.term_base;
+        Term const* tm = static_cast<Term const*>(net.terms) + (dsc.term_base - pass.term_shift);
         float const* vals = net.values + dsc.value_base;
         for (std::int32_t u = t; u < d; u += T) {
           challenge_engine_slice const slice = sl[u >> 5];
@@ -285,11 +349,21 @@ __global__ void __launch_bounds__(T * Teams)
       }
       src = dst;
       dst = dst == st0 ? st1 : st0;
+      d_last = d;
     }
     if (l == 0)  // no layer ran (an empty input row, or no layers): nothing else cleared xin
       for (std::int32_t p = p_begin + t; p < p_end; p += T) xin[in.col_idx[p]] = 0.f;
-    // l: the layers computed for this row (a dead row's last, all-zero, layer included).
-    row_layers += static_cast<unsigned long long>(l);
+    // l - first: the layers computed for this row in this pass (a dead row's last, all-zero,
+    // layer included). A row alive after the pass's last layer, before the network's, is parked.
+    bool const parked = alive && !left_retired && l < L;
+    row_layers += static_cast<unsigned long long>(l - first);
+    if (parked) {
+      float* pk = pass.park + static_cast<std::int64_t>(row - pass.row_begin) * dmax;
+      for (std::int32_t u = t; u < d_last; u += T) pk[u] = src[u];
+      if (t == 0) pass.live_out[atomicAdd(pass.live_out_count, 1)] = row;
+      team::sync();  // src read before the next row writes it
+      continue;
+    }
     skipped += static_cast<unsigned long long>(L - l);
     bool const category_row = left_retired || (alive && L > 0);
     if (t == 0) {
@@ -330,15 +404,16 @@ inline std::size_t challenge_engine_team_smem(std::int32_t n, std::int32_t max_d
          sizeof(float);
 }
 
-// Runs the engine over every row of `in` (device CSR, N columns). Bit row % 32 of category[row /
-// 32] (device, zeroed by the caller) is set for the categories; final_rows (device, rows x N, zeroed, optional)
+// Runs the engine's pass (challenge_engine_pass::whole: every layer over every row of `in`,
+// device CSR, N columns). Bit row % 32 of category[row / 32] (device, zeroed by the caller) is
+// set for the categories; final_rows (device, rows x N, zeroed, optional)
 // gets the final activations. queue (device int, zeroed) and counters (zeroed) are scratch;
 // scratch.global must hold grid_teams x global_per_team floats (challenge_engine_grid_teams).
 template <int T, class Term>
 void challenge_engine(csr_view<float, std::int32_t> in, challenge_engine_layers const& net, basic_epilogue<float> epi,
                       float cap, int* queue, std::uint32_t* category, float* final_rows,
                       challenge_engine_scratch scratch, std::int64_t grid_blocks, challenge_engine_counters* counters,
-                      cuda_exec exec) {
+                      challenge_engine_pass const& pass, cuda_exec exec) {
   if (in.rows == 0 || net.layers < 0 || grid_blocks <= 0) return;
   constexpr int Teams = challenge_engine_teams(T);
   auto kernel = detail::challenge_engine_kernel<T, Teams, Term>;
@@ -346,7 +421,7 @@ void challenge_engine(csr_view<float, std::int32_t> in, challenge_engine_layers 
       challenge_engine_team_smem(net.n, net.max_distinct, scratch.state_shared, scratch.input_shared) * Teams;
   SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   kernel<<<static_cast<unsigned>(grid_blocks), T * Teams, smem, exec.stream>>>(in, net, epi, cap, queue, category,
-                                                                              final_rows, scratch, counters);
+                                                                              final_rows, scratch, counters, pass);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 

@@ -16,6 +16,7 @@
 #include <functional>
 #include <future>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -110,19 +111,30 @@ class challenge_engine_plan {
                     (uniform_ ? bytes_of(lay.uniform_terms) : compact_ ? bytes_of(lay.compact_terms) : bytes_of(lay.wide)) +
                     bytes_of(lay.values) + bytes_of(lay.last_class) +
                     static_cast<std::uint64_t>(grid_ * teams * scratch_.global_per_team) * sizeof(float);
-    if (opt_.device_memory_budget > 0 && device_bytes_ > opt_.device_memory_budget)
+    // host and automatic without a budget: 60% of the free device memory (as the pipeline's weight store)
+    std::uint64_t budget = opt_.device_memory_budget;
+    if (budget == 0 && opt_.weights != weight_placement::device) {
+      std::size_t free_b = 0, total_b = 0;
+      SDNN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+      budget = static_cast<std::uint64_t>(free_b) / 10 * 6;
+    }
+    bool const over = budget > 0 && device_bytes_ > budget;
+    streamed_ = opt_.weights == weight_placement::host || (opt_.weights == weight_placement::automatic && over);
+    if (over && !streamed_)
       SDNN_FAIL("challenge engine: the plan needs ", device_bytes_, " bytes of device memory (layer layout and team "
-                "scratch) but the budget is ", opt_.device_memory_budget,
-                " bytes; the engine keeps every layer on the device: a layer-by-layer policy streams weights from "
-                "host memory (pipeline/weight_store.hpp)");
+                "scratch) but the budget is ", budget,
+                " bytes; weights host (or automatic) streams the layers from pinned host memory");
+    if (streamed_) plan_stream(lay, budget, exec);
     d_desc_ = to_device(lay.desc.data(), lay.desc.size(), exec);
     d_slices_ = to_device(lay.slices.data(), lay.slices.size(), exec);
-    if (uniform_)
-      d_uniform_ = to_device(lay.uniform_terms.data(), lay.uniform_terms.size(), exec);
-    else if (compact_)
-      d_compact_ = to_device(lay.compact_terms.data(), lay.compact_terms.size(), exec);
-    else
-      d_wide_ = to_device(lay.wide.data(), lay.wide.size(), exec);
+    if (!streamed_) {  // streamed: the terms stay on the host (plan_stream), two slots hold windows of them
+      if (uniform_)
+        d_uniform_ = to_device(lay.uniform_terms.data(), lay.uniform_terms.size(), exec);
+      else if (compact_)
+        d_compact_ = to_device(lay.compact_terms.data(), lay.compact_terms.size(), exec);
+      else
+        d_wide_ = to_device(lay.wide.data(), lay.wide.size(), exec);
+    }
     if (!lay.values.empty()) d_values_ = to_device(lay.values.data(), lay.values.size(), exec);
     d_last_class_ = to_device(lay.last_class.data(), lay.last_class.size(), exec);
     d_queue_ = buffer<int, device_space>(1, exec);
@@ -134,6 +146,38 @@ class challenge_engine_plan {
       SDNN_CUDA_CHECK(cudaMemsetAsync(d_scratch_.data(), 0, d_scratch_.size() * sizeof(float), exec.stream));
     scratch_.global = d_scratch_.data();
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // uploads from pageable memory done
+  }
+
+  // Streamed weights: the schedule for the budget less the resident part, the terms copied into
+  // pinned host memory, two device slots, the copy stream and its events.
+  void plan_stream(challenge_engine_layout const& lay, std::uint64_t budget, cuda_exec exec) {
+    std::size_t const tb = challenge_engine_term_bytes(lay);
+    std::int64_t const count = challenge_engine_term_count(lay);
+    std::uint64_t const terms_bytes = static_cast<std::uint64_t>(count) * tb;
+    std::uint64_t const fixed = device_bytes_ - terms_bytes;
+    if (fixed >= budget)
+      SDNN_FAIL("challenge engine: the plan's resident part (layer descriptors, slices, weight tables and team "
+                "scratch) needs ", format_bytes(fixed), ", the device-memory budget is ", format_bytes(budget),
+                "; streaming moves only the terms");
+    sched_ = schedule_engine_stream(lay.desc, count, tb, max_distinct_, budget - fixed, opt_.stream_slot_bytes,
+                                    opt_.stream_chunk_rows);
+    term_bytes_ = tb;
+    device_bytes_ = fixed + 2 * sched_.slot_bytes;
+    h_terms_ = buffer<unsigned char, pinned_space>(static_cast<std::size_t>(terms_bytes));
+    void const* src = lay.uniform   ? static_cast<void const*>(lay.uniform_terms.data())
+                      : lay.compact ? static_cast<void const*>(lay.compact_terms.data())
+                                    : static_cast<void const*>(lay.wide.data());
+    if (terms_bytes) std::memcpy(h_terms_.data(), src, static_cast<std::size_t>(terms_bytes));
+    for (auto& slot : d_slot_) slot = buffer<unsigned char, device_space>(static_cast<std::size_t>(sched_.slot_bytes), exec);
+    cudaStream_t cs = nullptr;
+    SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    copy_.reset(cs);
+    for (auto& e : loaded_) e = make_event(false);
+    for (auto& e : free_) e = make_event(false);
+    fork_ = make_event(false);
+    done_.clear();
+    for (std::size_t w = 0; w < sched_.windows.size(); ++w) done_.push_back(make_event(false));
+    h_count_ = buffer<int, pinned_space>(sched_.windows.size());
   }
 
  public:
@@ -148,8 +192,14 @@ class challenge_engine_plan {
   // Terms: 4-byte compact ones or 8-byte (input, weight); the fast path (every layer with one
   // finite weight and classes of one length, a multiple of 4: 2-byte terms).
   bool compact_terms() const noexcept { return compact_; }
-  // Device bytes the plan holds: layer layout and team scratch (not a run's inputs or results).
+  // Device bytes the plan holds: layer layout and team scratch (not a run's inputs or results);
+  // streamed, the resident part and the two slots (a run adds the park of one chunk of rows,
+  // stream_schedule().device_bytes(rows) with the slots; all of it within the budget).
   std::uint64_t device_bytes() const noexcept { return device_bytes_; }
+  // Whether the terms stream from pinned host memory (weights = host, or automatic over the
+  // budget), and the windows and chunk size they stream with (empty when resident).
+  bool streamed() const noexcept { return streamed_; }
+  challenge_engine_stream_schedule const& stream_schedule() const noexcept { return sched_; }
   bool fast_path() const noexcept { return uniform_; }
   // The proofs as made at plan time, and the fold factor used per layer (1: not folded).
   challenge::structure_report const& structure() const noexcept { return report_; }
@@ -183,12 +233,20 @@ class challenge_engine_plan {
     auto const epi = epilogue_challenge<float>(bias_, opt_.cap);
     float* fp = keep_final ? fin.data() : nullptr;
     std::int64_t const teams = kernels::challenge_engine_teams(threads_);
-    std::int64_t const blocks = std::min<std::int64_t>(grid_, (rows + teams - 1) / teams);
-    dispatch([&](auto tag, auto term) {
-      kernels::challenge_engine<decltype(tag)::value, decltype(term)>(inputs, net, epi, opt_.cap, queue, cat.data(), fp, scratch_,
-                                                      blocks, counters, exec);
-      return 0;
-    });
+    // One launch: a pass over at most `work` rows (kernels::challenge_engine_pass).
+    auto launch = [&](kernels::challenge_engine_layers const& v, kernels::challenge_engine_pass const& pass,
+                      std::int64_t work) {
+      std::int64_t const blocks = std::min<std::int64_t>(grid_, (work + teams - 1) / teams);
+      dispatch([&](auto tag, auto term) {
+        kernels::challenge_engine<decltype(tag)::value, decltype(term)>(inputs, v, epi, opt_.cap, queue, cat.data(), fp,
+                                                                        scratch_, blocks, counters, pass, exec);
+        return 0;
+      });
+    };
+    if (!streamed_)
+      launch(net, kernels::challenge_engine_pass::whole(net.layers, static_cast<std::int32_t>(rows)), rows);
+    else
+      run_windows(exec, rows, net, launch, queue, res);
     std::vector<std::uint32_t> flags(words);
     kernels::challenge_engine_counters c{};
     if (rows)
@@ -224,6 +282,91 @@ class challenge_engine_plan {
       case 32: return with(std::integral_constant<int, 32>{});
       case 128: return with(std::integral_constant<int, 128>{});
       default: return with(std::integral_constant<int, 512>{});
+    }
+  }
+
+  // Streamed weights: for each chunk of rows, the windows in order. The copy of a window into a
+  // slot (copy stream) overlaps the previous window's launch (exec.stream); a slot is rewritten
+  // after the launch that read it (free_ events), a launch starts after its slot's copy (loaded_
+  // events). A slot that already holds the window (the next chunk's first windows when there are
+  // at most two, or a later run) is not copied again. Before window w >= 2 of a chunk the host
+  // waits for window w - 2's launch and reads how many rows it left alive: none, and the chunk's
+  // remaining windows are skipped (at most one window, w - 1, runs empty).
+  template <class Launch>
+  void run_windows(cuda_exec exec, std::int64_t rows, kernels::challenge_engine_layers net, Launch const& launch,
+                   int* queue, challenge_engine_result& res) const {
+    if (rows == 0) return;
+    auto const W = static_cast<std::int32_t>(sched_.windows.size());
+    std::int64_t const R = std::min<std::int64_t>(rows, sched_.chunk_rows);
+    std::size_t const dmax = static_cast<std::size_t>(std::max(max_distinct_, 1));
+    buffer<float, device_space> park(static_cast<std::size_t>(R) * dmax, exec);
+    buffer<std::int32_t, device_space> live(2 * static_cast<std::size_t>(R), exec);
+    buffer<int, device_space> counts(2, exec);
+    std::vector<std::pair<event_ptr, event_ptr>> timing;  // each upload's start and end (copy stream)
+    // the copy stream starts after what exec.stream holds (the slots and this run's buffers)
+    SDNN_CUDA_CHECK(cudaEventRecord(fork_.get(), exec.stream));
+    SDNN_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), fork_.get(), 0));
+    for (std::int64_t rb = 0; rb < rows; rb += R) {
+      ++res.chunks;
+      for (std::int32_t w = 0; w < W; ++w) {
+        if (w >= 2) {
+          SDNN_CUDA_CHECK(cudaEventSynchronize(done_[static_cast<std::size_t>(w - 2)].get()));
+          if (h_count_[static_cast<std::size_t>(w - 2)] == 0) {
+            res.windows_skipped += W - w;
+            break;
+          }
+        }
+        challenge_engine_window const& win = sched_.windows[static_cast<std::size_t>(w)];
+        int s = held_[0] == w ? 0 : held_[1] == w ? 1 : -1;
+        if (s < 0) {
+          s = last_slot_ == 0 ? 1 : 0;  // not the slot the previous launch reads
+          held_[s] = -1;
+          std::size_t const bytes = static_cast<std::size_t>(win.term_end - win.term_begin) * term_bytes_;
+          SDNN_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), free_[s].get(), 0));
+          timing.emplace_back(make_event(true), make_event(true));
+          SDNN_CUDA_CHECK(cudaEventRecord(timing.back().first.get(), copy_.get()));
+          if (bytes)
+            SDNN_CUDA_CHECK(cudaMemcpyAsync(d_slot_[s].data(),
+                                            h_terms_.data() + static_cast<std::size_t>(win.term_begin) * term_bytes_,
+                                            bytes, cudaMemcpyHostToDevice, copy_.get()));
+          SDNN_CUDA_CHECK(cudaEventRecord(timing.back().second.get(), copy_.get()));
+          SDNN_CUDA_CHECK(cudaEventRecord(loaded_[s].get(), copy_.get()));
+          held_[s] = w;
+          res.bytes_streamed += bytes;
+          ++res.uploads;
+        }
+        last_slot_ = s;
+        SDNN_CUDA_CHECK(cudaStreamWaitEvent(exec.stream, loaded_[s].get(), 0));
+        kernels::challenge_engine_pass pass;
+        pass.first = win.first;
+        pass.end = win.end;
+        pass.term_shift = win.term_begin;
+        pass.row_begin = static_cast<std::int32_t>(rb);
+        pass.row_end = static_cast<std::int32_t>(std::min<std::int64_t>(rows, rb + R));
+        pass.live_in = live.data() + static_cast<std::size_t>(w % 2) * static_cast<std::size_t>(R);
+        pass.live_in_count = counts.data() + w % 2;
+        pass.live_out = live.data() + static_cast<std::size_t>((w + 1) % 2) * static_cast<std::size_t>(R);
+        pass.live_out_count = counts.data() + (w + 1) % 2;
+        pass.park = park.data();
+        SDNN_CUDA_CHECK(cudaMemsetAsync(queue, 0, sizeof(int), exec.stream));
+        SDNN_CUDA_CHECK(cudaMemsetAsync(pass.live_out_count, 0, sizeof(int), exec.stream));
+        net.terms = d_slot_[s].data();
+        launch(net, pass, w == 0 ? pass.row_end - pass.row_begin : R);
+        SDNN_CUDA_CHECK(cudaEventRecord(free_[s].get(), exec.stream));
+        if (w + 1 < W) {
+          SDNN_CUDA_CHECK(cudaMemcpyAsync(h_count_.data() + w, pass.live_out_count, sizeof(int), cudaMemcpyDeviceToHost,
+                                          exec.stream));
+          SDNN_CUDA_CHECK(cudaEventRecord(done_[static_cast<std::size_t>(w)].get(), exec.stream));
+        }
+        ++res.windows_run;
+      }
+    }
+    // The copy stream's busy time (every copy has a launch waiting on it: done with exec.stream).
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+    for (auto const& t : timing) {
+      float ms = 0;
+      SDNN_CUDA_CHECK(cudaEventElapsedTime(&ms, t.first.get(), t.second.get()));
+      res.copy_seconds += static_cast<double>(ms) / 1e3;
     }
   }
 
@@ -263,6 +406,32 @@ class challenge_engine_plan {
   buffer<float, device_space> d_scratch_;
   buffer<int, device_space> d_queue_;
   buffer<kernels::challenge_engine_counters, device_space> d_counters_;
+  // Streamed weights (weights = host, or automatic over the budget).
+  struct event_deleter {
+    void operator()(cudaEvent_t e) const noexcept { sdnn::detail::cuda_check_noexcept(cudaEventDestroy(e), "cudaEventDestroy"); }
+  };
+  struct stream_deleter {
+    void operator()(cudaStream_t s) const noexcept {
+      sdnn::detail::cuda_check_noexcept(cudaStreamDestroy(s), "cudaStreamDestroy");
+    }
+  };
+  using event_ptr = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, event_deleter>;
+  static event_ptr make_event(bool timing) {
+    cudaEvent_t e = nullptr;
+    SDNN_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
+    return event_ptr(e);
+  }
+  bool streamed_ = false;
+  challenge_engine_stream_schedule sched_;
+  std::size_t term_bytes_ = 0;
+  buffer<unsigned char, pinned_space> h_terms_;
+  mutable buffer<unsigned char, device_space> d_slot_[2];  // run() rewrites them
+  std::unique_ptr<std::remove_pointer_t<cudaStream_t>, stream_deleter> copy_;
+  event_ptr loaded_[2], free_[2], fork_;
+  std::vector<event_ptr> done_;                 // per window: its launch and live count done
+  mutable buffer<int, pinned_space> h_count_;   // per window: rows it left alive (last chunk)
+  mutable int held_[2] = {-1, -1};              // the window each slot holds (-1: none)
+  mutable int last_slot_ = 1;
   sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
 };
 
