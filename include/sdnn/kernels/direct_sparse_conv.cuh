@@ -16,7 +16,10 @@
 //      so several are in flight;
 //   accumulate(j, k-group): for each entry of chunk j (tile offset * NB, weight; an 8-byte
 //      load that every thread of the block reads: a broadcast served by L1) one vector
-//      load per pixel and NB FMAs per pixel.
+//      load per pixel and NB FMAs per pixel. The entries come from a weight source (a
+//      template parameter of the body, direct_sparse_conv_block): stored tile_entry<T> here,
+//      quantized codes decoded on the fly in kernels/direct_sparse_conv_quantized.cuh (one
+//      body, so both compute the same sums in the same order).
 // The store adds bias[k] and applies ReLU; consecutive tx store consecutive ox (coalesced).
 // With one chunk (cc == C, the common case) the window is staged once and each k-group's
 // sums are stored once. With several chunks, direct_conv_config::sums_in_registers picks
@@ -95,12 +98,26 @@ SDNN_DEVICE SDNN_FORCEINLINE void divmod(int n, int d, float inv, int& q, int& r
   else if (r < 0) { --q; r += d; }
 }
 
-template <class T, class Acc, int NB, int KG, int P, bool SumsInRegisters>
-__global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_params p, T const* __restrict__ in,
-                                                                 tile_entry<T> const* __restrict__ ent,
-                                                                 std::int32_t const* __restrict__ ptr,
-                                                                 float const* __restrict__ bias, int relu,
-                                                                 T* __restrict__ out) {
+// Weight sources: where the kernel body gets the entries of chunk j for output channel k.
+// channel(k) is called once per channel of a k-group before its entries (per-channel
+// parameters, or nothing) and entry(i, ch) gives entry i as a tile_entry (tile offset * NB,
+// weight). This one reads the stored tile_entry<T>; kernels/direct_sparse_conv_quantized.cuh
+// decodes quantized codes.
+template <class T>
+struct tile_entry_source {
+  struct channel_type {};
+  tile_entry<T> const* ent;
+  SDNN_DEVICE SDNN_FORCEINLINE channel_type channel(int) const { return {}; }
+  SDNN_DEVICE SDNN_FORCEINLINE tile_entry<T> entry(int i, channel_type) const { return ent[i]; }
+};
+
+// The body of every direct sparse convolution kernel (the file comment), for any weight
+// source; the __global__ functions are thin wrappers that build the source from their
+// parameters. Its first barrier (stage()'s) comes before the first src.entry().
+template <class T, class Acc, int NB, int KG, int P, bool SumsInRegisters, class Source>
+SDNN_DEVICE SDNN_FORCEINLINE void direct_sparse_conv_block(direct_conv_params const& p, T const* in,
+                                                           Source const& src, std::int32_t const* ptr,
+                                                           float const* bias, int relu, T* out) {
   constexpr bool half_acc = std::is_same_v<Acc, __half>;
   static_assert(!half_acc || std::is_same_v<T, __half>, "half accumulation needs half data");
   static_assert(NB % 2 == 0 && 32 % NB == 0, "images are paired and a warp stages whole positions");
@@ -185,10 +202,11 @@ __global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_par
 #pragma unroll
     for (int kk = 0; kk < KG; ++kk) {
       if (kg + kk >= kend) break;
+      auto const ch = src.channel(kg + kk);
       int const b0 = __ldg(pk + kk), b1 = __ldg(pk + kk + 1);
 #pragma unroll 4
       for (int i = b0; i < b1; ++i) {
-        tile_entry<T> const e = ent[i];
+        auto const e = src.entry(i, ch);
 #pragma unroll
         for (int q = 0; q < P; ++q) {
           vec_pack<T, NB> const x = *reinterpret_cast<vec_pack<T, NB> const*>(s_in + e.off + pbase[q]);
@@ -280,6 +298,16 @@ __global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_par
       }
     }
   }
+}
+
+template <class T, class Acc, int NB, int KG, int P, bool SumsInRegisters>
+__global__ void __launch_bounds__(256) direct_sparse_conv_kernel(direct_conv_params p, T const* __restrict__ in,
+                                                                 tile_entry<T> const* __restrict__ ent,
+                                                                 std::int32_t const* __restrict__ ptr,
+                                                                 float const* __restrict__ bias, int relu,
+                                                                 T* __restrict__ out) {
+  direct_sparse_conv_block<T, Acc, NB, KG, P, SumsInRegisters>(p, in, tile_entry_source<T>{ent}, ptr, bias, relu,
+                                                               out);
 }
 
 }  // namespace detail

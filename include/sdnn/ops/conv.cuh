@@ -75,6 +75,69 @@ device_tiled_weights<T> make_device_tiled_weights(sparse_conv_weights<T> const& 
   return d;
 }
 
+namespace detail {
+
+// The opt-in shared memory per block of the current device (bytes).
+inline int device_smem_optin() {
+  int dev = 0, optin = 0;
+  SDNN_CUDA_CHECK(cudaGetDevice(&dev));
+  SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return optin;
+}
+
+// What a direct sparse convolution kernel is launched with.
+struct direct_conv_launch {
+  direct_conv_params p;
+  dim3 grid;
+};
+
+// The launch setup shared by the float and the quantized ops: the kernel parameters for N
+// images of shape s (config c, geometry g), the check that the input window (window_bytes of
+// dynamic shared memory) plus static_smem bytes of static shared memory fit the device's
+// opt-in limit, and the grid (checked against the kernel's limits). op names the op in the
+// messages; smem_note is inserted after "bytes of shared memory" (the static part, or "").
+inline direct_conv_launch direct_conv_launch_of(char const* op, conv_shape const& s, direct_conv_config const& c,
+                                                direct_conv_geometry const& g, std::int64_t N,
+                                                std::size_t window_bytes, std::size_t static_smem = 0,
+                                                char const* smem_note = "") {
+  direct_conv_launch l{};
+  direct_conv_params& p = l.p;
+  p.N = static_cast<int>(N);
+  p.C = s.C; p.H = s.H; p.W = s.W; p.K = s.K; p.OH = s.OH(); p.OW = s.OW();
+  p.stride_h = s.stride_h; p.stride_w = s.stride_w; p.pad_h = s.pad_h; p.pad_w = s.pad_w;
+  p.tw = c.tw; p.th = c.th; p.rows_mode = c.rows_mode; p.kw = c.kw; p.kper = g.kper;
+  p.toh = g.toh; p.tow = g.tow; p.cc = g.cc; p.sh = g.sh; p.sw = g.sw; p.nchunks = g.nchunks;
+  p.tiles_x = g.tiles_x;
+  p.inv_tiles_x = 1.0f / float(g.tiles_x);
+  p.segs_per_row = (g.sw + 32 / g.sub_batch - 1) / (32 / g.sub_batch);
+  p.nsegs = g.cc * g.sh * p.segs_per_row;
+  p.inv_spr = 1.0f / float(p.segs_per_row);
+  p.inv_sh = 1.0f / float(g.sh);
+  int const optin = device_smem_optin();
+  SDNN_EXPECTS(window_bytes + static_smem <= std::size_t(optin), op, ": the input window needs ", window_bytes,
+               " bytes of shared memory", smem_note, ", the device allows ", optin,
+               "; use fewer channels per chunk (cc)");
+  std::int64_t const tiles = std::int64_t(g.tiles_x) * g.tiles_y;
+  std::int64_t const groups = (N + g.sub_batch - 1) / g.sub_batch;
+  std::int64_t const splits = (s.K + g.kper - 1) / g.kper;
+  SDNN_EXPECTS(tiles < (std::int64_t(1) << 22) && groups <= 65535, op, ": grid too large (", tiles,
+               " tiles, at most 2^22; ", groups, " sub-batches, at most 65535)");
+  l.grid = dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(groups), static_cast<unsigned>(splits));
+  return l;
+}
+
+// Calls f(P{}, std::bool_constant<SumsInRegisters>{}) for the compiled variant P and the
+// chunk mode of config c: the kernel instantiation to launch.
+template <class F>
+void with_direct_conv_kernel(direct_conv_config const& c, F&& f) {
+  with_variant<0>(c.variant, [&](auto pol) {
+    if (c.sums_in_registers) f(pol, std::true_type{});
+    else f(pol, std::false_type{});
+  });
+}
+
+}  // namespace detail
+
 // Enqueues out = relu?(conv(in, w) + bias) on exec.stream. in: N x C x H x W, out:
 // N x K x OH x OW, bias: [K] floats or nullptr, all device memory. Never synchronises.
 template <class Acc, class T>
@@ -85,37 +148,11 @@ void direct_sparse_conv(device_tiled_weights<T> const& w, conv_shape const& s, s
   SDNN_EXPECTS(w.config.sums_in_registers || g.nchunks == 1 || (output_round_trip_exact<T, Acc>),
                "direct_sparse_conv: with ", g.nchunks, " channel chunks, __half data with float accumulation needs "
                "sums_in_registers = 1 (a round trip through the __half output rounds the partial sums once per chunk)");
-  direct_conv_params p{};
-  p.N = static_cast<int>(N);
-  p.C = s.C; p.H = s.H; p.W = s.W; p.K = s.K; p.OH = s.OH(); p.OW = s.OW();
-  p.stride_h = s.stride_h; p.stride_w = s.stride_w; p.pad_h = s.pad_h; p.pad_w = s.pad_w;
-  p.tw = w.config.tw; p.th = w.config.th; p.rows_mode = w.config.rows_mode; p.kw = w.config.kw; p.kper = g.kper;
-  p.toh = g.toh; p.tow = g.tow; p.cc = g.cc; p.sh = g.sh; p.sw = g.sw; p.nchunks = g.nchunks;
-  p.tiles_x = g.tiles_x;
-  p.inv_tiles_x = 1.0f / float(g.tiles_x);
-  p.segs_per_row = (g.sw + 32 / g.sub_batch - 1) / (32 / g.sub_batch);
-  p.nsegs = g.cc * g.sh * p.segs_per_row;
-  p.inv_spr = 1.0f / float(p.segs_per_row);
-  p.inv_sh = 1.0f / float(g.sh);
-  int dev = 0, optin = 0;
-  SDNN_CUDA_CHECK(cudaGetDevice(&dev));
-  SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  SDNN_EXPECTS(w.smem_bytes <= std::size_t(optin), "direct_sparse_conv: the input window needs ", w.smem_bytes,
-               " bytes of shared memory, the device allows ", optin, "; use fewer channels per chunk (cc)");
-  std::int64_t const tiles = std::int64_t(g.tiles_x) * g.tiles_y;
-  std::int64_t const groups = (N + g.sub_batch - 1) / g.sub_batch;
-  std::int64_t const splits = (s.K + g.kper - 1) / g.kper;
-  SDNN_EXPECTS(tiles < (std::int64_t(1) << 22) && groups <= 65535, "direct_sparse_conv: grid too large (", tiles,
-               " tiles, at most 2^22; ", groups, " sub-batches, at most 65535)");
-  dim3 const grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups), static_cast<unsigned>(splits));
-  detail::with_variant<0>(w.config.variant, [&](auto pol) {
+  auto const l = detail::direct_conv_launch_of("direct_sparse_conv", s, w.config, g, N, w.smem_bytes);
+  detail::with_direct_conv_kernel(w.config, [&](auto pol, auto regs) {
     using P = decltype(pol);
-    if (w.config.sums_in_registers)
-      launch_direct_sparse_conv<T, Acc, P::sub_batch, P::k_group, P::pixels, true>(
-          p, grid, g.threads, w.smem_bytes, in, w.entries.data(), w.ptr.data(), bias, relu, out, exec);
-    else
-      launch_direct_sparse_conv<T, Acc, P::sub_batch, P::k_group, P::pixels, false>(
-          p, grid, g.threads, w.smem_bytes, in, w.entries.data(), w.ptr.data(), bias, relu, out, exec);
+    launch_direct_sparse_conv<T, Acc, P::sub_batch, P::k_group, P::pixels, decltype(regs)::value>(
+        l.p, l.grid, g.threads, w.smem_bytes, in, w.entries.data(), w.ptr.data(), bias, relu, out, exec);
   });
 }
 
@@ -141,9 +178,7 @@ class direct_conv_plan {
                                   " channel chunks, __half data with float accumulation needs sums_in_registers = 1 "
                                   "(a round trip through the __half output rounds the partial sums once per chunk)");
     std::size_t const smem = window_bytes(g);
-    int dev = 0, optin = 0;
-    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
-    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int const optin = detail::device_smem_optin();
     if (smem > static_cast<std::size_t>(optin))
       return plan_status::failure("direct_sparse_conv: the input window needs " + to_string(smem) +
                                   " bytes of shared memory, the device allows " + to_string(optin) +

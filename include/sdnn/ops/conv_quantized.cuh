@@ -152,41 +152,14 @@ void direct_sparse_conv_quantized(device_quantized_tiled_weights<Encoding> const
                                   cuda_exec exec) {
   if (N == 0) return;
   auto const& g = w.geom;
-  direct_conv_params p{};
-  p.N = static_cast<int>(N);
-  p.C = s.C; p.H = s.H; p.W = s.W; p.K = s.K; p.OH = s.OH(); p.OW = s.OW();
-  p.stride_h = s.stride_h; p.stride_w = s.stride_w; p.pad_h = s.pad_h; p.pad_w = s.pad_w;
-  p.tw = w.config.tw; p.th = w.config.th; p.rows_mode = w.config.rows_mode; p.kw = w.config.kw; p.kper = g.kper;
-  p.toh = g.toh; p.tow = g.tow; p.cc = g.cc; p.sh = g.sh; p.sw = g.sw; p.nchunks = g.nchunks;
-  p.tiles_x = g.tiles_x;
-  p.inv_tiles_x = 1.0f / float(g.tiles_x);
-  p.segs_per_row = (g.sw + 32 / g.sub_batch - 1) / (32 / g.sub_batch);
-  p.nsegs = g.cc * g.sh * p.segs_per_row;
-  p.inv_spr = 1.0f / float(p.segs_per_row);
-  p.inv_sh = 1.0f / float(g.sh);
-  int dev = 0, optin = 0;
-  SDNN_CUDA_CHECK(cudaGetDevice(&dev));
-  SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  SDNN_EXPECTS(w.smem_bytes + quantized_conv_static_smem <= std::size_t(optin),
-               "direct_sparse_conv_quantized: the input window needs ", w.smem_bytes,
-               " bytes of shared memory (and the codebook 64), the device allows ", optin,
-               "; use fewer channels per chunk (cc)");
-  std::int64_t const tiles = std::int64_t(g.tiles_x) * g.tiles_y;
-  std::int64_t const groups = (N + g.sub_batch - 1) / g.sub_batch;
-  std::int64_t const splits = (s.K + g.kper - 1) / g.kper;
-  SDNN_EXPECTS(tiles < (std::int64_t(1) << 22) && groups <= 65535, "direct_sparse_conv_quantized: grid too large (",
-               tiles, " tiles, at most 2^22; ", groups, " sub-batches, at most 65535)");
-  dim3 const grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups), static_cast<unsigned>(splits));
+  auto const l = detail::direct_conv_launch_of("direct_sparse_conv_quantized", s, w.config, g, N, w.smem_bytes,
+                                               quantized_conv_static_smem, " (and the codebook 64)");
   auto const v = w.view();
   using V = typename device_quantized_tiled_weights<Encoding>::values_view;
-  detail::with_variant<0>(w.config.variant, [&](auto pol) {
+  detail::with_direct_conv_kernel(w.config, [&](auto pol, auto regs) {
     using P = decltype(pol);
-    if (w.config.sums_in_registers)
-      launch_direct_sparse_conv_quantized<V, P::sub_batch, P::k_group, P::pixels, true>(
-          p, grid, g.threads, w.smem_bytes, in, w.offsets.data(), v, w.ptr.data(), bias, relu, out, exec);
-    else
-      launch_direct_sparse_conv_quantized<V, P::sub_batch, P::k_group, P::pixels, false>(
-          p, grid, g.threads, w.smem_bytes, in, w.offsets.data(), v, w.ptr.data(), bias, relu, out, exec);
+    launch_direct_sparse_conv_quantized<V, P::sub_batch, P::k_group, P::pixels, decltype(regs)::value>(
+        l.p, l.grid, g.threads, w.smem_bytes, in, w.offsets.data(), v, w.ptr.data(), bias, relu, out, exec);
   });
 }
 
@@ -198,9 +171,7 @@ class quantized_direct_conv_plan {
     auto st = direct_conv_plan<float, float>::can_implement(s, c);
     if (!st) return st;
     std::size_t const smem = direct_conv_plan<float, float>::window_bytes(geometry_of(s, c));
-    int dev = 0, optin = 0;
-    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
-    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int const optin = detail::device_smem_optin();
     if (smem + quantized_conv_static_smem > static_cast<std::size_t>(optin))
       return plan_status::failure("direct_sparse_conv_quantized: the input window needs " + std::to_string(smem) +
                                   " bytes of shared memory and the codebook 64, the device allows " +
