@@ -366,15 +366,15 @@ outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make,
     if (plan.streamed()) {  // --weight-store host, or auto over the budget: windows of layers from pinned memory
       auto const& sc = plan.stream_schedule();
       out.weights = "engine terms streamed from pinned host memory: " + std::to_string(sc.windows.size()) +
-                    " windows in 2 slots of " + pipeline::format_bytes(sc.slot_bytes) + ", chunks of " +
-                    std::to_string(sc.chunk_rows) + " rows; plan " + pipeline::format_bytes(plan.device_bytes()) +
+                    " windows in 2 slots of " + pipeline::format_bytes(sc.slot_bytes) + ", a park of " +
+                    std::to_string(sc.park_rows) + " rows; plan " + pipeline::format_bytes(plan.device_bytes()) +
                     " on the device (budget " +
                     (opt.device_memory_budget ? pipeline::format_bytes(opt.device_memory_budget)
                                               : std::string("60% of the free memory")) + ")";
       out.weights_json = ",\"weights\":\"host\",\"engine_device_bytes\":" + std::to_string(plan.device_bytes()) +
                          ",\"stream_windows\":" + std::to_string(sc.windows.size()) +
                          ",\"stream_slot_bytes\":" + std::to_string(sc.slot_bytes) +
-                         ",\"stream_chunk_rows\":" + std::to_string(sc.chunk_rows);
+                         ",\"stream_park_rows\":" + std::to_string(sc.park_rows);
     } else if (opt.device_memory_budget > 0) {  // --device-memory-budget: the plan checked it before allocating
       out.weights = "engine plan resident on the device: " + pipeline::format_bytes(plan.device_bytes()) +
                     " (layer layout and team scratch; budget " + pipeline::format_bytes(opt.device_memory_budget) + ")";
@@ -412,18 +412,18 @@ outcome run_engine(std::int32_t layers_n, float bias, host_layer_fn const& make,
       double const achieved = warm.copy_seconds > 0 ? static_cast<double>(warm.bytes_streamed) / warm.copy_seconds : 0;
       std::snprintf(buf, sizeof buf,
                     "; streamed %.3f GB in %lld uploads (copy stream busy %.4f s, %.1f GB/s while copying, link "
-                    "peak %.1f GB/s), %lld windows run and %lld skipped over %lld chunks",
+                    "peak %.1f GB/s), %lld passes, %lld windows skipped, %lld groups of rows",
                     static_cast<double>(warm.bytes_streamed) / 1e9, static_cast<long long>(warm.uploads),
-                    warm.copy_seconds, achieved / 1e9, peak / 1e9, static_cast<long long>(warm.windows_run),
-                    static_cast<long long>(warm.windows_skipped), static_cast<long long>(warm.chunks));
+                    warm.copy_seconds, achieved / 1e9, peak / 1e9, static_cast<long long>(warm.passes),
+                    static_cast<long long>(warm.windows_skipped), static_cast<long long>(warm.groups));
       out.engine += buf;
       std::snprintf(buf, sizeof buf,
-                    ",\"stream_bytes\":%llu,\"stream_uploads\":%lld,\"stream_windows_run\":%lld,"
-                    "\"stream_windows_skipped\":%lld,\"stream_chunks\":%lld,\"copy_seconds\":%.6g,"
+                    ",\"stream_bytes\":%llu,\"stream_uploads\":%lld,\"stream_passes\":%lld,"
+                    "\"stream_windows_skipped\":%lld,\"stream_groups\":%lld,\"copy_seconds\":%.6g,"
                     "\"h2d_bytes_per_second\":%.6g,\"h2d_peak_bytes_per_second\":%.6g",
                     static_cast<unsigned long long>(warm.bytes_streamed), static_cast<long long>(warm.uploads),
-                    static_cast<long long>(warm.windows_run), static_cast<long long>(warm.windows_skipped),
-                    static_cast<long long>(warm.chunks), warm.copy_seconds, achieved, peak);
+                    static_cast<long long>(warm.passes), static_cast<long long>(warm.windows_skipped),
+                    static_cast<long long>(warm.groups), warm.copy_seconds, achieved, peak);
       out.engine_json += buf;
     }
     std::fprintf(stderr, "  (engine warm-up run %.4f s; %d timed runs)\n", warm_s, reps);

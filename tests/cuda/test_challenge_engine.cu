@@ -36,7 +36,7 @@ void check_engine(std::vector<layer_t> const& ws, float bias, layer_t const& inp
             << ", threads per row " << opt.threads_per_row << ", scratch "
             << (opt.scratch == ops::challenge_engine_scratch_place::global ? "global" : "automatic") << ", compact terms "
             << opt.compact_terms << ", fast path " << opt.fast_path << ", weights " << to_string(opt.weights)
-            << ", slot " << opt.stream_slot_bytes << " bytes, chunk " << opt.stream_chunk_rows << " rows)");
+            << ", slot " << opt.stream_slot_bytes << " bytes, park " << opt.stream_park_rows << " rows)");
   auto const ref = reference::challenge_infer(inputs, ws, bias, opt.cap);
   auto const cats = reference::challenge_categories(ref);
   auto const want = dense_of(ref);
@@ -61,16 +61,17 @@ void check_engine(std::vector<layer_t> const& ws, float bias, layer_t const& inp
   if (!opt.structure.retirement) REQUIRE(r.retired == 0);
   if (opt.weights == weight_placement::host) {
     auto const& sc = plan.stream_schedule();
-    INFO(sc.windows.size() << " windows of slots of " << sc.slot_bytes << " bytes, chunks of " << sc.chunk_rows);
+    INFO(sc.windows.size() << " windows of slots of " << sc.slot_bytes << " bytes, a park of " << sc.park_rows);
     REQUIRE(plan.streamed());
     REQUIRE(!sc.windows.empty());
     REQUIRE(sc.windows.front().first == 0);
     REQUIRE(sc.windows.back().end == static_cast<std::int32_t>(ws.size()));
-    std::int64_t const chunks = inputs.rows() ? (inputs.rows() + sc.chunk_rows - 1) / sc.chunk_rows : 0;
-    REQUIRE(r.chunks == chunks);
-    REQUIRE(r.windows_run + r.windows_skipped == chunks * static_cast<std::int64_t>(sc.windows.size()));
-    REQUIRE(r.uploads >= std::min<std::int64_t>(r.windows_run, 1));
-    REQUIRE(r.uploads <= r.windows_run);
+    REQUIRE((inputs.rows() == 0 ? r.groups == 0 : r.groups >= 1));
+    REQUIRE(r.groups <= inputs.rows());
+    REQUIRE(r.passes >= r.groups);
+    REQUIRE(r.uploads >= std::min<std::int64_t>(r.passes, 1));
+    REQUIRE(r.uploads <= r.passes + r.groups);  // at most one prefetch per group unused
+    REQUIRE(r.bytes_streamed <= static_cast<std::uint64_t>(r.uploads) * sc.slot_bytes);
   } else {
     REQUIRE_FALSE(plan.streamed());
     REQUIRE(r.bytes_streamed == 0);
@@ -92,13 +93,13 @@ void check_all_options(std::vector<layer_t> const& ws, float bias, layer_t const
         opt.fast_path = tpr == 0;  // explicit thread counts take the general (weight table) path
         check_engine(ws, bias, inputs, exec, opt, what);
       }
-      {  // streamed weights: a window per layer, the rows in three chunks
+      {  // streamed weights: a window per layer, a park of a third of the rows
         ops::challenge_engine_options opt;
         opt.structure.retirement = retire;
         opt.structure.folding = fold;
         opt.weights = weight_placement::host;
         opt.stream_slot_bytes = 1;
-        opt.stream_chunk_rows = std::max<std::int64_t>(1, (inputs.rows() + 2) / 3);
+        opt.stream_park_rows = std::max<std::int64_t>(1, (inputs.rows() + 2) / 3);
         check_engine(ws, bias, inputs, exec, opt, what);
       }
       if (also_global) {  // state and input row in global scratch (the N = 65536 path), wide terms
@@ -110,7 +111,7 @@ void check_all_options(std::vector<layer_t> const& ws, float bias, layer_t const
         if (retire != fold) {  // half of them streamed (the N = 65536 unfolded case: global scratch, streamed)
           opt.weights = weight_placement::host;
           opt.stream_slot_bytes = 1;
-          opt.stream_chunk_rows = std::max<std::int64_t>(1, inputs.rows() / 2);
+          opt.stream_park_rows = std::max<std::int64_t>(1, inputs.rows() / 4);
         }
         check_engine(ws, bias, inputs, exec, opt, what);
       }
@@ -348,7 +349,7 @@ TEST_CASE("challenge engine: a layer with 65535 or more distinct weights turns t
   check_all_options(ws, -0.05f, in, exec, "many distinct weights in layer 2");
 }
 
-TEST_CASE("challenge engine: streamed weights (windows of layers, chunks of rows) equal the resident engine",
+TEST_CASE("challenge engine: streamed weights (windows of layers, parked rows) equal the resident engine",
           "[cuda][engine][engine_stream]") {
   SDNN_REQUIRE_DEVICE();
   stream_guard sg;
@@ -367,12 +368,12 @@ TEST_CASE("challenge engine: streamed weights (windows of layers, chunks of rows
     auto const want = resident.run(exec, d_in.view(), true);
     std::uint64_t const terms = std::uint64_t{16} * 1024 * 32 * 2;  // the fast path's 16-bit terms
     std::uint64_t const fixed = resident.device_bytes() - terms;
-    auto run_with = [&](std::uint64_t budget, std::uint64_t slot, std::int64_t chunk, weight_placement where) {
+    auto run_with = [&](std::uint64_t budget, std::uint64_t slot, std::int64_t park, weight_placement where) {
       ops::challenge_engine_options opt = base;
       opt.weights = where;
       opt.device_memory_budget = budget;
       opt.stream_slot_bytes = slot;
-      opt.stream_chunk_rows = chunk;
+      opt.stream_park_rows = park;
       ops::challenge_engine_plan plan(ws, -0.3f, exec, opt);
       auto r = plan.run(exec, d_in.view(), true);
       REQUIRE(r.categories == want.categories);
@@ -380,30 +381,30 @@ TEST_CASE("challenge engine: streamed weights (windows of layers, chunks of rows
       REQUIRE(r.row_layers == want.row_layers);
       REQUIRE(r.layers_skipped == want.layers_skipped);
       REQUIRE(r.retired == want.retired);
-      if (budget && plan.streamed())  // the plan and one chunk's park within the budget
+      if (budget && plan.streamed())  // the plan and the park within the budget
         REQUIRE(plan.device_bytes() + plan.stream_schedule().park_bytes_per_row *
-                                          static_cast<std::uint64_t>(std::min<std::int64_t>(200, plan.stream_schedule().chunk_rows)) <=
+                                          static_cast<std::uint64_t>(std::min<std::int64_t>(200, plan.stream_schedule().park_rows)) <=
                 budget);
       return std::make_pair(std::move(plan), r);
     };
     SECTION("automatic: resident within the budget, streamed over it") {
       auto [p1, r1] = run_with(resident.device_bytes(), 0, 0, weight_placement::automatic);
       REQUIRE_FALSE(p1.streamed());
-      // half the terms: two slots of a quarter of what is left, rows parked in the rest
-      std::uint64_t const budget = fixed + terms / 2 + 200 * (4 * 1024 + 8);
+      // three quarters of the terms: two slots of an eighth of what is left, rows parked in the rest
+      std::uint64_t const budget = fixed + terms / 4 * 3;
       auto [p2, r2] = run_with(budget, 0, 0, weight_placement::automatic);
       REQUIRE(p2.streamed());
       REQUIRE(p2.stream_schedule().windows.size() >= 4);
       REQUIRE(r2.bytes_streamed > 0);
     }
-    SECTION("a window per layer, chunks of 7 rows, slots rewritten as the chunks go") {
+    SECTION("a window per layer, a park of 7 rows, slots rewritten as the groups go") {
       auto [p, r] = run_with(0, 1, 7, weight_placement::host);
       REQUIRE(p.stream_schedule().windows.size() == 16);
-      REQUIRE(r.chunks == (200 + 6) / 7);
-      if (retire) REQUIRE(r.windows_skipped > 0);  // chunks whose rows all retired or died early
+      REQUIRE(r.groups >= (200 + 6) / 7 / 16);  // a group admits at most 7 rows per pass
+      if (retire) REQUIRE(r.windows_skipped > 0);  // groups whose rows all retired or died early
       REQUIRE(r.bytes_streamed <= static_cast<std::uint64_t>(r.uploads) * p.stream_schedule().slot_bytes);
     }
-    SECTION("two windows: after the first chunk the slots hold both, nothing moves") {
+    SECTION("two windows: after the first group the slots hold both, nothing moves") {
       auto [p, r] = run_with(0, terms / 2, 50, weight_placement::host);
       REQUIRE(p.stream_schedule().windows.size() == 2);
       if (!retire) REQUIRE(r.uploads == 2);
@@ -420,10 +421,11 @@ TEST_CASE("challenge engine: streamed weights (windows of layers, chunks of rows
       REQUIRE(sdnn_test::has(why2, "resident part"));
       auto const why3 = sdnn_test::error_text([&] { run_with(resident.device_bytes() - 1, 0, 0, weight_placement::device); });
       REQUIRE(sdnn_test::has(why3, "weights host (or automatic)"));
-      // just enough: two slots of one layer and one parked row
-      auto [p, r] = run_with(fixed + 2 * layer + 4 * 1024 + 8, 0, 0, weight_placement::host);
-      REQUIRE(p.stream_schedule().chunk_rows == 1);
-      REQUIRE(r.chunks == 200);
+      // just enough: two slots of one layer and one parked row (two buffers of 1024 floats and an id)
+      auto [p, r] = run_with(fixed + 2 * layer + 2 * (4 * 1024 + 4), 0, 0, weight_placement::host);
+      REQUIRE(p.stream_schedule().park_rows == 1);
+      REQUIRE(r.groups >= 1);
+      REQUIRE(r.groups <= 200);
     }
   }
 }

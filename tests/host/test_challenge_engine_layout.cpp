@@ -333,7 +333,7 @@ TEST_CASE("challenge engine streaming: windows of consecutive layers fit a slot,
           "[engine][engine_stream]") {
   // layers of 100, 200, 0, 300 and 400 terms of 2 bytes: 800 bytes the largest
   auto const desc = descs_at({0, 100, 300, 300, 600});
-  std::uint64_t const park_row = 4 * 64 + 8;
+  std::uint64_t const park_row = 2 * (4 * 64 + 4);
   SECTION("slots of the largest layer: greedy windows in order") {
     auto const sc = ops::schedule_engine_stream(desc, 1000, 2, 64, 1 << 20, 1);
     REQUIRE(sc.slot_bytes == 1024);  // 800 rounded up to 256
@@ -348,17 +348,17 @@ TEST_CASE("challenge engine streaming: windows of consecutive layers fit a slot,
     REQUIRE(sc.windows[2].end == 5);
     REQUIRE(sc.windows[2].term_end == 1000);
     REQUIRE(sc.park_bytes_per_row == park_row);
-    REQUIRE(sc.chunk_rows == static_cast<std::int64_t>(((1 << 20) - 2 * 1024) / park_row));
+    REQUIRE(sc.park_rows == static_cast<std::int64_t>(((1 << 20) - 2 * 1024) / park_row));
     REQUIRE(sc.device_bytes(10) == 2 * 1024 + 10 * park_row);
   }
-  SECTION("no slot asked: a quarter of what is available, at most every term") {
+  SECTION("no slot asked: an eighth of what is available, at most every term") {
     auto const big = ops::schedule_engine_stream(desc, 1000, 2, 64, 1 << 20);
     REQUIRE(big.slot_bytes == 2048);  // all 2000 bytes of terms, rounded: one window
     REQUIRE(big.windows.size() == 1);
-    auto const small = ops::schedule_engine_stream(desc, 1000, 2, 64, 6000);
-    REQUIRE(small.slot_bytes == 1280);  // 6000 / 4 = 1500, rounded down to 1280
+    auto const small = ops::schedule_engine_stream(desc, 1000, 2, 64, 12000);
+    REQUIRE(small.slot_bytes == 1280);  // 12000 / 8 = 1500, rounded down to 1280
     REQUIRE(small.windows.size() == 2);
-    REQUIRE(small.chunk_rows == static_cast<std::int64_t>((6000 - 2 * 1280) / park_row));
+    REQUIRE(small.park_rows == static_cast<std::int64_t>((12000 - 2 * 1280) / park_row));
   }
   SECTION("random layer sizes: windows cover every layer once, each within its slot") {
     std::mt19937 rng(7);
@@ -382,19 +382,19 @@ TEST_CASE("challenge engine streaming: windows of consecutive layers fit a slot,
         next = w.end;
       }
       REQUIRE(next == L);
-      REQUIRE(sc.chunk_rows >= 1);
-      REQUIRE(2 * sc.slot_bytes + park_row * static_cast<std::uint64_t>(sc.chunk_rows) <= avail + 100000);
+      REQUIRE(sc.park_rows >= 1);
+      REQUIRE(2 * sc.slot_bytes + park_row * static_cast<std::uint64_t>(sc.park_rows) <= avail + 100000);
     }
   }
-  SECTION("too little for two slots of the largest layer and one parked row, or the chunk asked for: errors") {
+  SECTION("too little for two slots of the largest layer and one parked row, or the park asked for: errors") {
     std::uint64_t const need = 2 * 1024 + park_row;
     REQUIRE_NOTHROW(ops::schedule_engine_stream(desc, 1000, 2, 64, need));
     auto const why = sdnn_test::error_text([&] { ops::schedule_engine_stream(desc, 1000, 2, 64, need - 1); });
     REQUIRE(sdnn_test::has(why, "two slots of the largest layer's terms"));
     REQUIRE(sdnn_test::has(why, std::to_string(need) + " bytes"));
     auto const why2 = sdnn_test::error_text([&] { ops::schedule_engine_stream(desc, 1000, 2, 64, need, 0, 2); });
-    REQUIRE(sdnn_test::has(why2, "stream_chunk_rows 2"));
-    REQUIRE(ops::schedule_engine_stream(desc, 1000, 2, 64, need, 0, 1).chunk_rows == 1);
+    REQUIRE(sdnn_test::has(why2, "stream_park_rows 2"));
+    REQUIRE(ops::schedule_engine_stream(desc, 1000, 2, 64, need, 0, 1).park_rows == 1);
     auto const why3 = sdnn_test::error_text([&] { ops::schedule_engine_stream(desc, 1000, 2, 64, need, 4096); });
     REQUIRE(sdnn_test::has(why3, "two slots of"));
   }

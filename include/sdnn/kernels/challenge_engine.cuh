@@ -34,8 +34,9 @@
 //
 // Passes (challenge_engine_pass). With every layer resident one launch runs every layer for
 // every row. With streamed weights (ops/challenge_engine.cuh) a launch runs one window of
-// consecutive layers for one chunk of rows: a row still alive after the window's last layer
-// writes its D floats of state to the park and its id to the next window's live list; the next
+// consecutive layers: over a range of input rows (the first window), or over the rows parked by
+// the previous window. A row still alive after the window's last layer appends its id to the
+// live list and its D floats of state to the park (at the same position); the next window's
 // launch reloads it. Parking stores the state's floats unchanged, so a row's values and the
 // order of its terms are those of one pass; only where its state sits between two layers
 // differs.
@@ -82,19 +83,22 @@ struct challenge_engine_scratch {
 
 // One launch's share of the work: layers [first, end) for some rows. Resident weights: one pass,
 // every layer, every input row. Streamed weights (ops/challenge_engine.cuh): one pass per window
-// of layers and chunk of rows. A pass with first = 0 takes the input rows [row_begin, row_end);
-// a later pass takes the rows listed in live_in (live_in_count of them) and their state after
-// layer first - 1 from the park. A row alive (not retired) after layer end - 1 < L - 1 is parked:
-// its state goes to the park and its id to live_out. net.terms holds terms from term_shift on.
+// of layers. A pass with first = 0 takes the input rows [row_begin, row_end); a later pass takes
+// the live_in_count rows listed in live_in, row q's state after layer first - 1 at park_in + q
+// x max_distinct. A row alive (not retired) after layer end - 1 < L - 1 is parked: at position
+// p = live_out_count++ (which the caller keeps below park_capacity), its id to live_out[p] and
+// its state to park_out + p x max_distinct. net.terms holds terms from term_shift on.
 struct challenge_engine_pass {
   std::int32_t first = 0, end = 0;
   std::int64_t term_shift = 0;
   std::int32_t row_begin = 0, row_end = 0;
   std::int32_t const* live_in = nullptr;
   int const* live_in_count = nullptr;
+  float const* park_in = nullptr;
   std::int32_t* live_out = nullptr;
   int* live_out_count = nullptr;
-  float* park = nullptr;  // row r's state at (r - row_begin) * max_distinct
+  float* park_out = nullptr;
+  std::int32_t park_capacity = 0;  // a position at or past it is not written (the count still tells)
 
   // The resident engine's one pass: every layer, every input row.
   static challenge_engine_pass whole(std::int32_t layers, std::int32_t rows) {
@@ -225,7 +229,7 @@ __global__ void __launch_bounds__(T * Teams)
   static_assert(T == 32 || Teams == 1, "challenge_engine: teams larger than a warp take the whole block");
   using team = engine_team<T>;
   extern __shared__ float smem[];
-  __shared__ int s_row[Teams];
+  __shared__ int s_row[Teams], s_pos[Teams];
   std::int32_t const n = net.n, dmax = net.max_distinct;
   int const t = team::rank(), tid = team::id();
   // This team's buffers.
@@ -255,6 +259,7 @@ __global__ void __launch_bounds__(T * Teams)
   for (;;) {
     if (t == 0) {
       int const q = atomicAdd(queue, 1);
+      s_pos[tid] = q;
       if (first == 0)
         s_row[tid] = q < pass.row_end - pass.row_begin ? pass.row_begin + q : -1;
       else
@@ -263,6 +268,7 @@ __global__ void __launch_bounds__(T * Teams)
     team::sync();
     int const row = s_row[tid];
     if (row < 0) break;
+    int const q = s_pos[tid];
     std::int32_t p_begin = 0, p_end = 0;
     float const* src;
     float* dst;
@@ -280,7 +286,7 @@ __global__ void __launch_bounds__(T * Teams)
       allcap = false;           // the inputs are not taken as all-cap: retirement starts after layer 0
     } else {
       // A parked row (alive after layer first - 1): its state from the park.
-      float const* pk = pass.park + static_cast<std::int64_t>(row - pass.row_begin) * dmax;
+      float const* pk = pass.park_in + static_cast<std::int64_t>(q) * dmax;
       std::int32_t const dp = net.desc[first - 1].distinct & ~challenge_engine_suffix_bit;
       bool ac = true;
       for (std::int32_t u = t; u < dp; u += T) {
@@ -358,10 +364,19 @@ __global__ void __launch_bounds__(T * Teams)
     bool const parked = alive && !left_retired && l < L;
     row_layers += static_cast<unsigned long long>(l - first);
     if (parked) {
-      float* pk = pass.park + static_cast<std::int64_t>(row - pass.row_begin) * dmax;
-      for (std::int32_t u = t; u < d_last; u += T) pk[u] = src[u];
-      if (t == 0) pass.live_out[atomicAdd(pass.live_out_count, 1)] = row;
-      team::sync();  // src read before the next row writes it
+      team::sync();  // every thread has read s_pos (q) before thread 0 reuses it
+      if (t == 0) {
+        int const p = atomicAdd(pass.live_out_count, 1);
+        if (p < pass.park_capacity) pass.live_out[p] = row;
+        s_pos[tid] = p;
+      }
+      team::sync();
+      int const p = s_pos[tid];
+      if (p < pass.park_capacity) {
+        float* pk = pass.park_out + static_cast<std::int64_t>(p) * dmax;
+        for (std::int32_t u = t; u < d_last; u += T) pk[u] = src[u];
+      }
+      team::sync();  // src and s_pos read before the next row writes them
       continue;
     }
     skipped += static_cast<unsigned long long>(L - l);

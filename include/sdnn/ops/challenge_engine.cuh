@@ -160,7 +160,7 @@ class challenge_engine_plan {
                 "scratch) needs ", format_bytes(fixed), ", the device-memory budget is ", format_bytes(budget),
                 "; streaming moves only the terms");
     sched_ = schedule_engine_stream(lay.desc, count, tb, max_distinct_, budget - fixed, opt_.stream_slot_bytes,
-                                    opt_.stream_chunk_rows);
+                                    opt_.stream_park_rows);
     term_bytes_ = tb;
     device_bytes_ = fixed + 2 * sched_.slot_bytes;
     h_terms_ = buffer<unsigned char, pinned_space>(static_cast<std::size_t>(terms_bytes));
@@ -175,9 +175,7 @@ class challenge_engine_plan {
     for (auto& e : loaded_) e = make_event(false);
     for (auto& e : free_) e = make_event(false);
     fork_ = make_event(false);
-    done_.clear();
-    for (std::size_t w = 0; w < sched_.windows.size(); ++w) done_.push_back(make_event(false));
-    h_count_ = buffer<int, pinned_space>(sched_.windows.size());
+    h_count_ = buffer<int, pinned_space>(1);
   }
 
  public:
@@ -193,11 +191,11 @@ class challenge_engine_plan {
   // finite weight and classes of one length, a multiple of 4: 2-byte terms).
   bool compact_terms() const noexcept { return compact_; }
   // Device bytes the plan holds: layer layout and team scratch (not a run's inputs or results);
-  // streamed, the resident part and the two slots (a run adds the park of one chunk of rows,
-  // stream_schedule().device_bytes(rows) with the slots; all of it within the budget).
+  // streamed, the resident part and the two slots (a run adds the park for min(rows, park_rows)
+  // rows, stream_schedule().device_bytes(rows) with the slots; all of it within the budget).
   std::uint64_t device_bytes() const noexcept { return device_bytes_; }
   // Whether the terms stream from pinned host memory (weights = host, or automatic over the
-  // budget), and the windows and chunk size they stream with (empty when resident).
+  // budget), and the windows and park they stream with (empty when resident).
   bool streamed() const noexcept { return streamed_; }
   challenge_engine_stream_schedule const& stream_schedule() const noexcept { return sched_; }
   bool fast_path() const noexcept { return uniform_; }
@@ -285,83 +283,124 @@ class challenge_engine_plan {
     }
   }
 
-  // Streamed weights: for each chunk of rows, the windows in order. The copy of a window into a
-  // slot (copy stream) overlaps the previous window's launch (exec.stream); a slot is rewritten
-  // after the launch that read it (free_ events), a launch starts after its slot's copy (loaded_
-  // events). A slot that already holds the window (the next chunk's first windows when there are
-  // at most two, or a later run) is not copied again. Before window w >= 2 of a chunk the host
-  // waits for window w - 2's launch and reads how many rows it left alive: none, and the chunk's
-  // remaining windows are skipped (at most one window, w - 1, runs empty).
+  // Streamed weights (ops/challenge_engine.hpp): groups of rows; per group the first window in
+  // passes over input rows while the park has room, then each later window over the parked
+  // rows. The copy of the next window into the other slot (copy stream) overlaps the current
+  // pass (exec.stream); a slot is rewritten after the pass that read it (free_ events), a pass
+  // starts after its slot's copy (loaded_ events); a slot that already holds the window is not
+  // copied again. After each pass the host reads the live count (a synchronisation of
+  // exec.stream): it decides how many input rows the next first-window pass admits, and ends the
+  // group's windows early when no row is alive.
   template <class Launch>
   void run_windows(cuda_exec exec, std::int64_t rows, kernels::challenge_engine_layers net, Launch const& launch,
                    int* queue, challenge_engine_result& res) const {
     if (rows == 0) return;
     auto const W = static_cast<std::int32_t>(sched_.windows.size());
-    std::int64_t const R = std::min<std::int64_t>(rows, sched_.chunk_rows);
+    std::int64_t const P = W > 1 ? std::min<std::int64_t>(rows, sched_.park_rows) : 0;  // one window: no park
     std::size_t const dmax = static_cast<std::size_t>(std::max(max_distinct_, 1));
-    buffer<float, device_space> park(static_cast<std::size_t>(R) * dmax, exec);
-    buffer<std::int32_t, device_space> live(2 * static_cast<std::size_t>(R), exec);
+    std::size_t const Pz = static_cast<std::size_t>(P);
+    buffer<float, device_space> park(2 * Pz * dmax, exec);  // two buffers: a pass reads one, appends to the other
+    buffer<std::int32_t, device_space> live(2 * Pz, exec);
     buffer<int, device_space> counts(2, exec);
     std::vector<std::pair<event_ptr, event_ptr>> timing;  // each upload's start and end (copy stream)
     // the copy stream starts after what exec.stream holds (the slots and this run's buffers)
     SDNN_CUDA_CHECK(cudaEventRecord(fork_.get(), exec.stream));
     SDNN_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), fork_.get(), 0));
-    for (std::int64_t rb = 0; rb < rows; rb += R) {
-      ++res.chunks;
-      for (std::int32_t w = 0; w < W; ++w) {
-        if (w >= 2) {
-          SDNN_CUDA_CHECK(cudaEventSynchronize(done_[static_cast<std::size_t>(w - 2)].get()));
-          if (h_count_[static_cast<std::size_t>(w - 2)] == 0) {
-            res.windows_skipped += W - w;
-            break;
-          }
-        }
-        challenge_engine_window const& win = sched_.windows[static_cast<std::size_t>(w)];
-        int s = held_[0] == w ? 0 : held_[1] == w ? 1 : -1;
-        if (s < 0) {
-          s = last_slot_ == 0 ? 1 : 0;  // not the slot the previous launch reads
-          held_[s] = -1;
-          std::size_t const bytes = static_cast<std::size_t>(win.term_end - win.term_begin) * term_bytes_;
-          SDNN_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), free_[s].get(), 0));
-          timing.emplace_back(make_event(true), make_event(true));
-          SDNN_CUDA_CHECK(cudaEventRecord(timing.back().first.get(), copy_.get()));
-          if (bytes)
-            SDNN_CUDA_CHECK(cudaMemcpyAsync(d_slot_[s].data(),
-                                            h_terms_.data() + static_cast<std::size_t>(win.term_begin) * term_bytes_,
-                                            bytes, cudaMemcpyHostToDevice, copy_.get()));
-          SDNN_CUDA_CHECK(cudaEventRecord(timing.back().second.get(), copy_.get()));
-          SDNN_CUDA_CHECK(cudaEventRecord(loaded_[s].get(), copy_.get()));
-          held_[s] = w;
-          res.bytes_streamed += bytes;
-          ++res.uploads;
-        }
-        last_slot_ = s;
-        SDNN_CUDA_CHECK(cudaStreamWaitEvent(exec.stream, loaded_[s].get(), 0));
+    // Window w's terms in a slot other than `avoid` (the one a queued pass reads), copied unless
+    // a slot holds them already.
+    auto stage = [&](std::int32_t w, int avoid) {
+      int s = held_[0] == w ? 0 : held_[1] == w ? 1 : -1;
+      if (s >= 0) return s;
+      s = avoid == 0 ? 1 : 0;
+      challenge_engine_window const& win = sched_.windows[static_cast<std::size_t>(w)];
+      std::size_t const bytes = static_cast<std::size_t>(win.term_end - win.term_begin) * term_bytes_;
+      held_[s] = -1;
+      SDNN_CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), free_[s].get(), 0));
+      timing.emplace_back(make_event(true), make_event(true));
+      SDNN_CUDA_CHECK(cudaEventRecord(timing.back().first.get(), copy_.get()));
+      if (bytes)
+        SDNN_CUDA_CHECK(cudaMemcpyAsync(d_slot_[s].data(),
+                                        h_terms_.data() + static_cast<std::size_t>(win.term_begin) * term_bytes_, bytes,
+                                        cudaMemcpyHostToDevice, copy_.get()));
+      SDNN_CUDA_CHECK(cudaEventRecord(timing.back().second.get(), copy_.get()));
+      SDNN_CUDA_CHECK(cudaEventRecord(loaded_[s].get(), copy_.get()));
+      held_[s] = w;
+      res.bytes_streamed += bytes;
+      ++res.uploads;
+      return s;
+    };
+    // One pass of window w from slot s (after its copy); the slot is free again after it.
+    auto run_pass = [&](std::int32_t w, int s, kernels::challenge_engine_pass pass, std::int64_t work) {
+      challenge_engine_window const& win = sched_.windows[static_cast<std::size_t>(w)];
+      pass.first = win.first;
+      pass.end = win.end;
+      pass.term_shift = win.term_begin;
+      pass.park_capacity = static_cast<std::int32_t>(P);
+      SDNN_CUDA_CHECK(cudaStreamWaitEvent(exec.stream, loaded_[s].get(), 0));
+      SDNN_CUDA_CHECK(cudaMemsetAsync(queue, 0, sizeof(int), exec.stream));
+      net.terms = d_slot_[s].data();
+      launch(net, pass, work);
+      SDNN_CUDA_CHECK(cudaEventRecord(free_[s].get(), exec.stream));
+      last_slot_ = s;
+      ++res.passes;
+    };
+    // The rows a pass left in the park (its live_out_count), read on the host.
+    auto live_after = [&](int const* count) {
+      SDNN_CUDA_CHECK(cudaMemcpyAsync(h_count_.data(), count, sizeof(int), cudaMemcpyDeviceToHost, exec.stream));
+      SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+      std::int64_t const n = h_count_[0];
+      SDNN_EXPECTS(n >= 0 && n <= P, "challenge engine: ", n, " rows parked in a park of ", P, " (internal error)");
+      return n;
+    };
+    auto park_of = [&](int b) { return park.data() + static_cast<std::size_t>(b) * Pz * dmax; };
+    auto live_of = [&](int b) { return live.data() + static_cast<std::size_t>(b) * Pz; };
+    for (std::int64_t next = 0; next < rows;) {
+      ++res.groups;
+      // 1. The first window over input rows, while the park has room for every row a pass admits.
+      int const s0 = stage(0, last_slot_);
+      std::int64_t alive = 0;
+      SDNN_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, sizeof(int), exec.stream));
+      bool prefetched = false;
+      while (next < rows) {
+        std::int64_t const take = W == 1 ? rows - next : std::min<std::int64_t>(rows - next, P - alive);
+        if (take <= 0) break;
         kernels::challenge_engine_pass pass;
-        pass.first = win.first;
-        pass.end = win.end;
-        pass.term_shift = win.term_begin;
-        pass.row_begin = static_cast<std::int32_t>(rb);
-        pass.row_end = static_cast<std::int32_t>(std::min<std::int64_t>(rows, rb + R));
-        pass.live_in = live.data() + static_cast<std::size_t>(w % 2) * static_cast<std::size_t>(R);
-        pass.live_in_count = counts.data() + w % 2;
-        pass.live_out = live.data() + static_cast<std::size_t>((w + 1) % 2) * static_cast<std::size_t>(R);
-        pass.live_out_count = counts.data() + (w + 1) % 2;
-        pass.park = park.data();
-        SDNN_CUDA_CHECK(cudaMemsetAsync(queue, 0, sizeof(int), exec.stream));
-        SDNN_CUDA_CHECK(cudaMemsetAsync(pass.live_out_count, 0, sizeof(int), exec.stream));
-        net.terms = d_slot_[s].data();
-        launch(net, pass, w == 0 ? pass.row_end - pass.row_begin : R);
-        SDNN_CUDA_CHECK(cudaEventRecord(free_[s].get(), exec.stream));
-        if (w + 1 < W) {
-          SDNN_CUDA_CHECK(cudaMemcpyAsync(h_count_.data() + w, pass.live_out_count, sizeof(int), cudaMemcpyDeviceToHost,
-                                          exec.stream));
-          SDNN_CUDA_CHECK(cudaEventRecord(done_[static_cast<std::size_t>(w)].get(), exec.stream));
+        pass.row_begin = static_cast<std::int32_t>(next);
+        pass.row_end = static_cast<std::int32_t>(next + take);
+        pass.live_out = live_of(0);
+        pass.live_out_count = counts.data();
+        pass.park_out = park_of(0);
+        if (W > 1 && !prefetched) {  // window 1's copy overlaps the first window's passes
+          stage(1, s0);
+          prefetched = true;
         }
-        ++res.windows_run;
+        run_pass(0, s0, pass, take);
+        next += take;
+        if (W == 1) break;
+        alive = live_after(counts.data());
       }
+      // 2. The later windows over the parked rows (buffer b), until none is alive.
+      int b = 0;
+      std::int32_t w = 1;
+      for (; w < W && alive > 0; ++w) {
+        int const s = stage(w, last_slot_);
+        if (w + 1 < W) stage(w + 1, s);  // its copy overlaps this pass
+        kernels::challenge_engine_pass pass;
+        pass.live_in = live_of(b);
+        pass.live_in_count = counts.data() + b;
+        pass.park_in = park_of(b);
+        pass.live_out = live_of(1 - b);
+        pass.live_out_count = counts.data() + (1 - b);
+        pass.park_out = park_of(1 - b);
+        SDNN_CUDA_CHECK(cudaMemsetAsync(pass.live_out_count, 0, sizeof(int), exec.stream));
+        run_pass(w, s, pass, alive);
+        b = 1 - b;
+        if (w + 1 < W) alive = live_after(counts.data() + b);
+      }
+      if (W > 1) res.windows_skipped += W - w;
     }
-    // The copy stream's busy time (every copy has a launch waiting on it: done with exec.stream).
+    // The copy stream's busy time (every copy has been waited on by a pass, or is a prefetch).
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(copy_.get()));
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
     for (auto const& t : timing) {
       float ms = 0;
@@ -428,8 +467,7 @@ class challenge_engine_plan {
   mutable buffer<unsigned char, device_space> d_slot_[2];  // run() rewrites them
   std::unique_ptr<std::remove_pointer_t<cudaStream_t>, stream_deleter> copy_;
   event_ptr loaded_[2], free_[2], fork_;
-  std::vector<event_ptr> done_;                 // per window: its launch and live count done
-  mutable buffer<int, pinned_space> h_count_;   // per window: rows it left alive (last chunk)
+  mutable buffer<int, pinned_space> h_count_;   // the live count of the last pass
   mutable int held_[2] = {-1, -1};              // the window each slot holds (-1: none)
   mutable int last_slot_ = 1;
   sdnn::detail::run_streams runs_;  // last (core/plan.cuh)

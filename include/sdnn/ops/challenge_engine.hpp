@@ -34,19 +34,24 @@
 // exceeds device_memory_budget). Only the terms move (the bulk: 8 GB for an unfolded 65536 x
 // 1920 network on the fast path, 0.5 GB folded); descriptors, slices, weight tables and team
 // scratch stay resident. The plan cuts the layers into windows of consecutive layers whose terms
-// fit one of two device slots, and the rows into chunks whose state the rest of the budget can
-// park (D floats per row). Per chunk, windows run in the engine's order, one launch each: rows
-// alive after a window's last layer park their state and go on in the next window; the copy of
-// window w + 1 (a copy stream, pinned host memory) overlaps the launch of window w; when the
-// rows alive after window w - 1 are none, the chunk's later windows are neither copied nor run
-// (retirement and dead rows end the stream early: the first window of a network whose rows all
-// retire in its first layers is the only one that moves). A slot that already holds the window
-// is not copied again (two windows: nothing moves after the first chunk). Bytes moved per run:
-// chunks x (terms of the windows run), less what the slots still held. What overlaps: copies
-// with launches; a launch with the next window's copy only (the slot it reads is not rewritten
-// until it ends); the host waits for launch w - 2 before it issues window w (one event
-// synchronisation per window, to read the live count), so one launch is always queued. Parking
-// stores floats unchanged: categories and final activations are those of the resident engine.
+// fit one of two device slots; the rest of the budget is the park: two buffers of park_rows
+// rows' state (D floats each) and ids. A run goes in groups of rows:
+//   1. the first window over input rows, in passes of park_rows - parked rows each, while the
+//      park has room: rows alive after the window append their state to the park (compacted:
+//      rows that died or retired take no room), so a group admits as many input rows as the
+//      survivors leave room for (all 60000 at once when a few percent survive);
+//   2. each later window over the group's parked rows (one pass; the park's two buffers
+//      alternate), until no row is alive or the last window has run.
+// The copy of window w + 1 (a copy stream, from pinned host memory) overlaps the pass of window
+// w; a slot is rewritten only after the pass that read it, and one that already holds the
+// window is not copied again (two windows: nothing moves after the first group or run). The host
+// reads the live count after each pass (one event synchronisation per pass: admission and the
+// early end need it); when no row is alive, the group's later windows are neither run nor
+// copied beyond the one prefetched. Bytes moved per run: groups x (terms of the windows run),
+// less what the slots still held. Passes over few rows use few teams: a group's parallelism is
+// its live rows, so a small park (many groups) costs more than a small slot (many windows).
+// Parking stores floats unchanged: categories and final activations are those of the resident
+// engine.
 //
 // Limits (can_implement): int32 row and column indices; N < 2^30.
 #pragma once
@@ -86,15 +91,15 @@ struct challenge_engine_options {
   // Device bytes the plan may hold (0: no limit). Resident: its layer layout and team scratch,
   // checked before anything is allocated (an sdnn::error naming both sizes when over). Streamed:
   // the resident part (descriptors, slices, weight tables, team scratch), two window slots and
-  // the park of one chunk of rows together stay within it (an sdnn::error when it cannot hold
+  // the park together stay within it (an sdnn::error when it cannot hold
   // two slots of the largest layer and one parked row). The folded layout is small: 65536 x 1920
   // (32 GB as CSR) is about 0.5 GB of 16-bit terms; unfolded it is 8 GB.
   std::uint64_t device_memory_budget = 0;
   // Streamed only (0: chosen from the budget): the bytes of each of the two window slots (raised
   // to the largest layer's terms, so 1 gives windows of one layer when layers are equal) and the
-  // rows of a chunk (tests use small ones to force many windows and chunks).
+  // rows the park holds (tests use small ones to force many windows and groups).
   std::uint64_t stream_slot_bytes = 0;
-  std::int64_t stream_chunk_rows = 0;
+  std::int64_t stream_park_rows = 0;
 };
 
 // What one run did, beside the categories.
@@ -105,15 +110,15 @@ struct challenge_engine_result {
   std::int64_t layers_skipped = 0;       // sum over rows of the layers not computed (dead or retired)
   std::int64_t retired = 0;              // rows that left as all-cap categories
   std::int64_t rows = 0;                 // rows taken from the device queue
-  // Streamed weights only (else 0): host -> device bytes and window uploads of this run, windows
-  // launched, chunks of rows, and windows skipped because no row of their chunk was alive.
+  // Streamed weights only (else 0): host -> device bytes and window uploads of this run, passes
+  // (launches), groups of rows, and windows skipped because no row of their group was alive.
   std::uint64_t bytes_streamed = 0;
-  std::int64_t uploads = 0, windows_run = 0, chunks = 0, windows_skipped = 0;
+  std::int64_t uploads = 0, passes = 0, groups = 0, windows_skipped = 0;
   double copy_seconds = 0;  // the uploads' durations on the copy stream (overlapped with launches)
 };
 
 // The streamed engine's schedule: windows of consecutive layers whose terms fit one slot, and
-// how many rows one chunk parks between windows (ops/challenge_engine_layout.hpp builds it).
+// how many rows the park holds between windows (ops/challenge_engine_layout.hpp builds it).
 struct challenge_engine_window {
   std::int32_t first = 0, end = 0;            // layers [first, end)
   std::int64_t term_begin = 0, term_end = 0;  // their terms, as indices into the layout's term array
@@ -121,10 +126,10 @@ struct challenge_engine_window {
 struct challenge_engine_stream_schedule {
   std::vector<challenge_engine_window> windows;
   std::uint64_t slot_bytes = 0;          // each of the two device slots
-  std::uint64_t park_bytes_per_row = 0;  // max_distinct floats of state + two 4-byte live-list entries
-  std::int64_t chunk_rows = 0;           // rows whose state one chunk parks (the budget's share)
-  std::uint64_t device_bytes(std::int64_t rows) const noexcept {  // slots + park of min(rows, chunk_rows)
-    return 2 * slot_bytes + park_bytes_per_row * static_cast<std::uint64_t>(rows < chunk_rows ? rows : chunk_rows);
+  std::uint64_t park_bytes_per_row = 0;  // two buffers of max_distinct floats of state and a 4-byte id
+  std::int64_t park_rows = 0;            // rows the park holds (the budget's share)
+  std::uint64_t device_bytes(std::int64_t rows) const noexcept {  // slots + park for min(rows, park_rows)
+    return 2 * slot_bytes + park_bytes_per_row * static_cast<std::uint64_t>(rows < park_rows ? rows : park_rows);
   }
 };
 

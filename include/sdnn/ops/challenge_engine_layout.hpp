@@ -277,19 +277,21 @@ inline std::int64_t challenge_engine_term_count(challenge_engine_layout const& l
 // The streamed engine's schedule (weights = host) for `available` device bytes: what the budget
 // leaves after the plan's resident part (descriptors, slices, weight tables, team scratch).
 //  - Two slots, each at least the largest layer's terms: slot_bytes when given (raised to the
-//    largest layer's terms: 1 asks for windows of the fewest layers), else a quarter of
-//    `available` (at least the largest layer, at most all the terms); rounded up to 256 bytes.
+//    largest layer's terms: 1 asks for windows of the fewest layers), else an eighth of
+//    `available` (at least the largest layer, at most all the terms), rounded up to 256 bytes:
+//    the park, which bounds how many rows a pass carries, gets the larger share.
 //  - Windows: consecutive layers, as many as fit one slot (greedy, in the engine's order).
-//  - The park: the rest holds chunk_rows rows' state between windows (max_distinct floats and
-//    two live-list entries per row); chunk_rows when given.
+//  - The park: the rest holds park_rows rows between windows (per row, two buffers of
+//    max_distinct floats of state and of a 4-byte id: a pass reads one and appends to the
+//    other); park_rows when given.
 // Throws sdnn::error naming the numbers when `available` cannot hold two slots of the largest
-// layer and one parked row, or the slots or the chunk asked for.
+// layer and one parked row, or the park asked for.
 inline challenge_engine_stream_schedule schedule_engine_stream(std::vector<challenge_engine_layer_desc> const& desc,
                                                                std::int64_t total_terms, std::size_t term_bytes,
                                                                std::int32_t max_distinct, std::uint64_t available,
-                                                               std::uint64_t slot_bytes = 0, std::int64_t chunk_rows = 0) {
+                                                               std::uint64_t slot_bytes = 0, std::int64_t park_rows = 0) {
   SDNN_EXPECTS(!desc.empty(), "challenge engine: streaming needs at least one layer");
-  SDNN_EXPECTS(chunk_rows >= 0, "challenge engine: stream_chunk_rows must be >= 0, got ", chunk_rows);
+  SDNN_EXPECTS(park_rows >= 0, "challenge engine: stream_park_rows must be >= 0, got ", park_rows);
   std::int32_t const L = static_cast<std::int32_t>(desc.size());
   auto begin_of = [&](std::int32_t l) { return l < L ? desc[static_cast<std::size_t>(l)].term_base : total_terms; };
   std::uint64_t largest = 0, total = static_cast<std::uint64_t>(total_terms) * term_bytes;
@@ -299,7 +301,7 @@ inline challenge_engine_stream_schedule schedule_engine_stream(std::vector<chall
   }
   auto const round256 = [](std::uint64_t b) { return (b + 255) / 256 * 256; };
   challenge_engine_stream_schedule sc;
-  sc.park_bytes_per_row = 4 * static_cast<std::uint64_t>(std::max(max_distinct, 1)) + 8;
+  sc.park_bytes_per_row = 2 * (4 * static_cast<std::uint64_t>(std::max(max_distinct, 1)) + 4);
   std::uint64_t const need = 2 * round256(std::max<std::uint64_t>(largest, 1)) + sc.park_bytes_per_row;
   if (available < need)
     SDNN_FAIL("challenge engine: streaming the layers needs at least ", format_bytes(need),
@@ -309,19 +311,19 @@ inline challenge_engine_stream_schedule schedule_engine_stream(std::vector<chall
   if (slot_bytes > 0) {
     sc.slot_bytes = round256(std::max(slot_bytes, largest));  // below the largest layer: one layer per window
   } else {
-    sc.slot_bytes = round256(std::max<std::uint64_t>(largest, std::min<std::uint64_t>(available / 4 / 256 * 256, total)));
+    sc.slot_bytes = round256(std::max<std::uint64_t>(largest, std::min<std::uint64_t>(available / 8 / 256 * 256, total)));
   }
   SDNN_EXPECTS(2 * sc.slot_bytes + sc.park_bytes_per_row <= available, "challenge engine: two slots of ",
                format_bytes(sc.slot_bytes), " and one parked row exceed the ", format_bytes(available),
                " the budget leaves for streaming");
   std::uint64_t const park_fit = (available - 2 * sc.slot_bytes) / sc.park_bytes_per_row;
-  if (chunk_rows > 0) {
-    SDNN_EXPECTS(static_cast<std::uint64_t>(chunk_rows) <= park_fit, "challenge engine: stream_chunk_rows ",
-                 chunk_rows, " needs ", format_bytes(sc.park_bytes_per_row * static_cast<std::uint64_t>(chunk_rows)),
+  if (park_rows > 0) {
+    SDNN_EXPECTS(static_cast<std::uint64_t>(park_rows) <= park_fit, "challenge engine: stream_park_rows ",
+                 park_rows, " needs ", format_bytes(sc.park_bytes_per_row * static_cast<std::uint64_t>(park_rows)),
                  " of park; the budget leaves room for ", park_fit, " rows");
-    sc.chunk_rows = chunk_rows;
+    sc.park_rows = park_rows;
   } else {
-    sc.chunk_rows = static_cast<std::int64_t>(std::min<std::uint64_t>(park_fit, std::numeric_limits<std::int32_t>::max()));
+    sc.park_rows = static_cast<std::int64_t>(std::min<std::uint64_t>(park_fit, std::numeric_limits<std::int32_t>::max()));
   }
   for (std::int32_t l = 0; l < L;) {
     challenge_engine_window w;
