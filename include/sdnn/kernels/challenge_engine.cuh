@@ -70,7 +70,7 @@ struct challenge_engine_counters {
   unsigned long long row_layers;      // sum over rows of the layers computed for them
   unsigned long long layers_skipped;  // sum over rows of the layers not computed (dead or retired)
   unsigned long long retired;         // rows that left as all-cap categories
-  unsigned long long rows;            // rows taken from the queue
+  unsigned long long rows;            // input rows taken from the queue (a row run again after an overflow: once)
 };
 
 // Where the team buffers live (chosen by the plan from the shared memory the GPU gives).
@@ -83,11 +83,13 @@ struct challenge_engine_scratch {
 
 // One launch's share of the work: layers [first, end) for some rows. Resident weights: one pass,
 // every layer, every input row. Streamed weights (ops/challenge_engine.cuh): one pass per window
-// of layers. A pass with first = 0 takes the input rows [row_begin, row_end); a later pass takes
-// the live_in_count rows listed in live_in, row q's state after layer first - 1 at park_in + q
-// x max_distinct. A row alive (not retired) after layer end - 1 < L - 1 is parked: at position
-// p = live_out_count++ (which the caller keeps below park_capacity), its id to live_out[p] and
-// its state to park_out + p x max_distinct. net.terms holds terms from term_shift on.
+// of layers. A pass with first = 0 takes input rows: [row_begin, row_end), or the live_in_count
+// rows listed in live_in; a later pass takes the live_in_count rows listed in live_in, row q's
+// state after layer first - 1 at park_in + q x max_distinct. A row alive (not retired) after
+// layer end - 1 < L - 1 is parked: at position p = live_out_count++, its id to live_out[p] and
+// its state to park_out + p x max_distinct, when p < park_capacity; else (the park is full) a
+// first-window row's id goes to overflow (overflow_count++) to be run again from its input, and
+// its layers are not counted. net.terms holds terms from term_shift on.
 struct challenge_engine_pass {
   std::int32_t first = 0, end = 0;
   std::int64_t term_shift = 0;
@@ -99,6 +101,8 @@ struct challenge_engine_pass {
   int* live_out_count = nullptr;
   float* park_out = nullptr;
   std::int32_t park_capacity = 0;  // a position at or past it is not written (the count still tells)
+  std::int32_t* overflow = nullptr;
+  int* overflow_count = nullptr;
 
   // The resident engine's one pass: every layer, every input row.
   static challenge_engine_pass whole(std::int32_t layers, std::int32_t rows) {
@@ -260,7 +264,7 @@ __global__ void __launch_bounds__(T * Teams)
     if (t == 0) {
       int const q = atomicAdd(queue, 1);
       s_pos[tid] = q;
-      if (first == 0)
+      if (first == 0 && !pass.live_in)
         s_row[tid] = q < pass.row_end - pass.row_begin ? pass.row_begin + q : -1;
       else
         s_row[tid] = q < *pass.live_in_count ? pass.live_in[q] : -1;
@@ -274,7 +278,6 @@ __global__ void __launch_bounds__(T * Teams)
     float* dst;
     bool alive, allcap;
     if (first == 0) {
-      ++rows;
       p_begin = in.row_ptr[row];
       p_end = in.row_ptr[row + 1];
       for (std::int32_t p = p_begin + t; p < p_end; p += T) xin[in.col_idx[p]] = in.values[p];
@@ -362,12 +365,14 @@ __global__ void __launch_bounds__(T * Teams)
     // l - first: the layers computed for this row in this pass (a dead row's last, all-zero,
     // layer included). A row alive after the pass's last layer, before the network's, is parked.
     bool const parked = alive && !left_retired && l < L;
-    row_layers += static_cast<unsigned long long>(l - first);
     if (parked) {
       team::sync();  // every thread has read s_pos (q) before thread 0 reuses it
       if (t == 0) {
         int const p = atomicAdd(pass.live_out_count, 1);
-        if (p < pass.park_capacity) pass.live_out[p] = row;
+        if (p < pass.park_capacity)
+          pass.live_out[p] = row;
+        else if (pass.overflow)  // no room: the row runs again, from its input, in a later group
+          pass.overflow[atomicAdd(pass.overflow_count, 1)] = row;
         s_pos[tid] = p;
       }
       team::sync();
@@ -375,10 +380,14 @@ __global__ void __launch_bounds__(T * Teams)
       if (p < pass.park_capacity) {
         float* pk = pass.park_out + static_cast<std::int64_t>(p) * dmax;
         for (std::int32_t u = t; u < d_last; u += T) pk[u] = src[u];
+        row_layers += static_cast<unsigned long long>(l - first);
+        if (first == 0) ++rows;
       }
       team::sync();  // src and s_pos read before the next row writes them
       continue;
     }
+    row_layers += static_cast<unsigned long long>(l - first);
+    if (first == 0) ++rows;
     skipped += static_cast<unsigned long long>(L - l);
     bool const category_row = left_retired || (alive && L > 0);
     if (t == 0) {

@@ -175,7 +175,7 @@ class challenge_engine_plan {
     for (auto& e : loaded_) e = make_event(false);
     for (auto& e : free_) e = make_event(false);
     fork_ = make_event(false);
-    h_count_ = buffer<int, pinned_space>(1);
+    h_count_ = buffer<int, pinned_space>(2);
   }
 
  public:
@@ -283,14 +283,14 @@ class challenge_engine_plan {
     }
   }
 
-  // Streamed weights (ops/challenge_engine.hpp): groups of rows; per group the first window in
-  // passes over input rows while the park has room, then each later window over the parked
-  // rows. The copy of the next window into the other slot (copy stream) overlaps the current
-  // pass (exec.stream); a slot is rewritten after the pass that read it (free_ events), a pass
-  // starts after its slot's copy (loaded_ events); a slot that already holds the window is not
-  // copied again. After each pass the host reads the live count (a synchronisation of
-  // exec.stream): it decides how many input rows the next first-window pass admits, and ends the
-  // group's windows early when no row is alive.
+  // Streamed weights (ops/challenge_engine.hpp): groups of rows; per group one pass of the first
+  // window over the pending input rows (all of them in the first group), parking the survivors
+  // the park holds and leaving the others (overflow) pending for the next group, then each later
+  // window over the parked rows. The copy of the next window into the other slot (copy stream)
+  // overlaps the current pass (exec.stream); a slot is rewritten after the pass that read it
+  // (free_ events), a pass starts after its slot's copy (loaded_ events); a slot that already
+  // holds the window is not copied again. After each pass the host reads the live count (a
+  // synchronisation of exec.stream), which ends the group's windows early when no row is alive.
   template <class Launch>
   void run_windows(cuda_exec exec, std::int64_t rows, kernels::challenge_engine_layers net, Launch const& launch,
                    int* queue, challenge_engine_result& res) const {
@@ -301,7 +301,9 @@ class challenge_engine_plan {
     std::size_t const Pz = static_cast<std::size_t>(P);
     buffer<float, device_space> park(2 * Pz * dmax, exec);  // two buffers: a pass reads one, appends to the other
     buffer<std::int32_t, device_space> live(2 * Pz, exec);
-    buffer<int, device_space> counts(2, exec);
+    // rows pending for the next group (overflow of the first window), two lists of up to `rows`
+    buffer<std::int32_t, device_space> pending(W > 1 ? 2 * static_cast<std::size_t>(rows) : 0, exec);
+    buffer<int, device_space> counts(4, exec);  // live counts of the park's buffers, then of the pending lists
     std::vector<std::pair<event_ptr, event_ptr>> timing;  // each upload's start and end (copy stream)
     // the copy stream starts after what exec.stream holds (the slots and this run's buffers)
     SDNN_CUDA_CHECK(cudaEventRecord(fork_.get(), exec.stream));
@@ -344,41 +346,49 @@ class challenge_engine_plan {
       last_slot_ = s;
       ++res.passes;
     };
-    // The rows a pass left in the park (its live_out_count), read on the host.
-    auto live_after = [&](int const* count) {
-      SDNN_CUDA_CHECK(cudaMemcpyAsync(h_count_.data(), count, sizeof(int), cudaMemcpyDeviceToHost, exec.stream));
+    // Device counts read on the host (one synchronisation of exec.stream).
+    auto read_counts = [&](int const* a, int const* b) {
+      SDNN_CUDA_CHECK(cudaMemcpyAsync(h_count_.data(), a, sizeof(int), cudaMemcpyDeviceToHost, exec.stream));
+      if (b) SDNN_CUDA_CHECK(cudaMemcpyAsync(h_count_.data() + 1, b, sizeof(int), cudaMemcpyDeviceToHost, exec.stream));
       SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
-      std::int64_t const n = h_count_[0];
-      SDNN_EXPECTS(n >= 0 && n <= P, "challenge engine: ", n, " rows parked in a park of ", P, " (internal error)");
-      return n;
     };
     auto park_of = [&](int b) { return park.data() + static_cast<std::size_t>(b) * Pz * dmax; };
     auto live_of = [&](int b) { return live.data() + static_cast<std::size_t>(b) * Pz; };
-    for (std::int64_t next = 0; next < rows;) {
+    auto pending_of = [&](int b) { return pending.data() + static_cast<std::size_t>(b) * static_cast<std::size_t>(rows); };
+    std::int64_t waiting = rows;  // input rows not yet run (the first group: all, in order)
+    int src = -1;                 // the pending list they are in (-1: the range [0, rows))
+    while (waiting > 0) {
       ++res.groups;
-      // 1. The first window over input rows, while the park has room for every row a pass admits.
+      // 1. The first window over the waiting rows: survivors park while the park has room, the
+      //    others wait for the next group (their first-window work is done again then).
       int const s0 = stage(0, last_slot_);
-      std::int64_t alive = 0;
-      SDNN_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, sizeof(int), exec.stream));
-      bool prefetched = false;
-      while (next < rows) {
-        std::int64_t const take = W == 1 ? rows - next : std::min<std::int64_t>(rows - next, P - alive);
-        if (take <= 0) break;
-        kernels::challenge_engine_pass pass;
-        pass.row_begin = static_cast<std::int32_t>(next);
-        pass.row_end = static_cast<std::int32_t>(next + take);
-        pass.live_out = live_of(0);
-        pass.live_out_count = counts.data();
-        pass.park_out = park_of(0);
-        if (W > 1 && !prefetched) {  // window 1's copy overlaps the first window's passes
-          stage(1, s0);
-          prefetched = true;
-        }
-        run_pass(0, s0, pass, take);
-        next += take;
-        if (W == 1) break;
-        alive = live_after(counts.data());
+      if (W > 1) stage(1, s0);  // window 1's copy overlaps the first window's pass
+      int const dst = src == 0 ? 1 : 0;
+      kernels::challenge_engine_pass first;
+      first.row_begin = 0;
+      first.row_end = static_cast<std::int32_t>(rows);
+      if (src >= 0) {
+        first.live_in = pending_of(src);
+        first.live_in_count = counts.data() + 2 + src;
       }
+      if (W > 1) {
+        first.live_out = live_of(0);
+        first.live_out_count = counts.data();
+        first.park_out = park_of(0);
+        first.overflow = pending_of(dst);
+        first.overflow_count = counts.data() + 2 + dst;
+        SDNN_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, sizeof(int), exec.stream));
+        SDNN_CUDA_CHECK(cudaMemsetAsync(first.overflow_count, 0, sizeof(int), exec.stream));
+      }
+      run_pass(0, s0, first, waiting);
+      if (W == 1) break;  // every row ran every layer
+      read_counts(counts.data(), first.overflow_count);
+      std::int64_t alive = std::min<std::int64_t>(h_count_[0], P);
+      std::int64_t const over = h_count_[1];
+      SDNN_EXPECTS(over >= 0 && over < waiting && (over == 0 || h_count_[0] >= P),
+                   "challenge engine: ", over, " rows of ", waiting, " overflowed a park of ", P, " (internal error)");
+      waiting = over;
+      src = dst;
       // 2. The later windows over the parked rows (buffer b), until none is alive.
       int b = 0;
       std::int32_t w = 1;
@@ -395,9 +405,13 @@ class challenge_engine_plan {
         SDNN_CUDA_CHECK(cudaMemsetAsync(pass.live_out_count, 0, sizeof(int), exec.stream));
         run_pass(w, s, pass, alive);
         b = 1 - b;
-        if (w + 1 < W) alive = live_after(counts.data() + b);
+        if (w + 1 < W) {
+          read_counts(counts.data() + b, nullptr);
+          alive = h_count_[0];
+          SDNN_EXPECTS(alive <= P, "challenge engine: ", alive, " rows parked in a park of ", P, " (internal error)");
+        }
       }
-      if (W > 1) res.windows_skipped += W - w;
+      res.windows_skipped += W - w;
     }
     // The copy stream's busy time (every copy has been waited on by a pass, or is a prefetch).
     SDNN_CUDA_CHECK(cudaStreamSynchronize(copy_.get()));
@@ -467,7 +481,7 @@ class challenge_engine_plan {
   mutable buffer<unsigned char, device_space> d_slot_[2];  // run() rewrites them
   std::unique_ptr<std::remove_pointer_t<cudaStream_t>, stream_deleter> copy_;
   event_ptr loaded_[2], free_[2], fork_;
-  mutable buffer<int, pinned_space> h_count_;   // the live count of the last pass
+  mutable buffer<int, pinned_space> h_count_;   // counts of the last pass (live, overflow)
   mutable int held_[2] = {-1, -1};              // the window each slot holds (-1: none)
   mutable int last_slot_ = 1;
   sdnn::detail::run_streams runs_;  // last (core/plan.cuh)

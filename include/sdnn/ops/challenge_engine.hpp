@@ -36,20 +36,24 @@
 // scratch stay resident. The plan cuts the layers into windows of consecutive layers whose terms
 // fit one of two device slots; the rest of the budget is the park: two buffers of park_rows
 // rows' state (D floats each) and ids. A run goes in groups of rows:
-//   1. the first window over input rows, in passes of park_rows - parked rows each, while the
-//      park has room: rows alive after the window append their state to the park (compacted:
-//      rows that died or retired take no room), so a group admits as many input rows as the
-//      survivors leave room for (all 60000 at once when a few percent survive);
+//   1. one pass of the first window over every input row not yet run: rows alive after it
+//      append their state to the park (compacted: rows that died or retired take no room) while
+//      it has room; the others overflow to the next group, which runs them again from their
+//      input (their first-window layers are computed twice and counted once). With a few percent
+//      of survivors one group takes all 60000 rows;
 //   2. each later window over the group's parked rows (one pass; the park's two buffers
 //      alternate), until no row is alive or the last window has run.
+// Outside the budget, like the run's category bits: two lists of 4-byte row ids per input row
+// (the overflow).
 // The copy of window w + 1 (a copy stream, from pinned host memory) overlaps the pass of window
 // w; a slot is rewritten only after the pass that read it, and one that already holds the
 // window is not copied again (two windows: nothing moves after the first group or run). The host
-// reads the live count after each pass (one event synchronisation per pass: admission and the
-// early end need it); when no row is alive, the group's later windows are neither run nor
+// reads the counts after each pass (one synchronisation of the stream per pass: the overflow
+// and the early end need them); when no row is alive, the group's later windows are neither run nor
 // copied beyond the one prefetched. Bytes moved per run: groups x (terms of the windows run),
-// less what the slots still held. Passes over few rows use few teams: a group's parallelism is
-// its live rows, so a small park (many groups) costs more than a small slot (many windows).
+// less what the slots still held. A pass over few rows uses few teams: a group's parallelism in
+// its later windows is its parked rows, so a small park (many groups) costs more than a small
+// slot (many windows).
 // Parking stores floats unchanged: categories and final activations are those of the resident
 // engine.
 //
