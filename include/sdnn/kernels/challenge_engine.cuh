@@ -89,7 +89,8 @@ struct challenge_engine_scratch {
 // layer end - 1 < L - 1 is parked: at position p = live_out_count++, its id to live_out[p] and
 // its state to park_out + p x max_distinct, when p < park_capacity; else (the park is full) a
 // first-window row's id goes to overflow (overflow_count++) to be run again from its input, and
-// its layers are not counted. net.terms holds terms from term_shift on.
+// its layers are not counted. A later pass reads at most park_capacity rows of its live_in (the
+// count it is given also counts the overflow). net.terms holds terms from term_shift on.
 struct challenge_engine_pass {
   std::int32_t first = 0, end = 0;
   std::int64_t term_shift = 0;
@@ -266,8 +267,10 @@ __global__ void __launch_bounds__(T * Teams)
       s_pos[tid] = q;
       if (first == 0 && !pass.live_in)
         s_row[tid] = q < pass.row_end - pass.row_begin ? pass.row_begin + q : -1;
-      else
+      else if (first == 0)  // rows waiting since an overflow (a list of input rows)
         s_row[tid] = q < *pass.live_in_count ? pass.live_in[q] : -1;
+      else  // parked rows: the count of the pass that parked them, less its overflow
+        s_row[tid] = q < min(*pass.live_in_count, pass.park_capacity) ? pass.live_in[q] : -1;
     }
     team::sync();
     int const row = s_row[tid];
