@@ -118,6 +118,18 @@ void check_all_options(std::vector<layer_t> const& ws, float bias, layer_t const
     }
 }
 
+// The first `rows` of the 1200 official images (tests/data), and the official network's first L layers.
+layer_t official_images(std::int64_t rows = 1200) {
+  return first_rows(io::read_challenge_images(std::string(sdnn_test::data_dir()) + "/sparse-images-1024-first1200.tsv.gz",
+                                              1024, 1200),
+                    static_cast<std::int32_t>(rows));
+}
+std::vector<layer_t> official_layers(int layers) {
+  std::vector<layer_t> ws;
+  for (int l = 0; l < layers; ++l) ws.push_back(data::official_1024_layer(l));
+  return ws;
+}
+
 layer_t copy_of(layer_t const& w) {
   layer_t c(w.rows(), w.cols(), w.nnz());
   std::copy(w.row_ptr().begin(), w.row_ptr().end(), c.row_ptr().begin());
@@ -134,10 +146,9 @@ TEST_CASE("challenge engine: official 1024 x 120 network, first 1200 images, eve
   stream_guard sg;
   cuda_exec exec{sg.s};
   std::string const dir = sdnn_test::data_dir();
-  auto images = io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200);
+  auto images = official_images();
   auto truth = io::read_categories(dir + "/neuron1024-l120-categories-first1200.tsv");
-  std::vector<layer_t> ws;
-  for (int l = 0; l < 120; ++l) ws.push_back(data::official_1024_layer(l));
+  auto const ws = official_layers(120);
   ops::challenge_engine_plan plan(ws, -0.3f, exec);
   // What the plan proved on these weights.
   REQUIRE(plan.structure().saturation.status.ok());
@@ -181,10 +192,8 @@ TEST_CASE("challenge engine: networks built to break each proof stay exact", "[c
   SDNN_REQUIRE_DEVICE();
   stream_guard sg;
   cuda_exec exec{sg.s};
-  std::string const dir = sdnn_test::data_dir();
-  auto images = first_rows(io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200), 300);
-  std::vector<layer_t> official;
-  for (int l = 0; l < 30; ++l) official.push_back(data::official_1024_layer(l));
+  auto images = official_images(300);
+  auto const official = official_layers(30);
 
   SECTION("a negative weight breaks the saturation proof from its layer back") {
     std::vector<layer_t> ws;
@@ -256,15 +265,8 @@ TEST_CASE("challenge engine: zero images, empty rows, one layer", "[cuda][engine
   auto in = make_csr<float, std::int32_t>(3, 1024, {0, 0, 1, 1}, {5}, {1.f});
   check_engine(ws, -0.3f, in, exec, {}, "one layer, empty rows");
   // a few layers and rows with every proof on and off (small enough for compute-sanitizer)
-  std::vector<layer_t> ws6;
-  for (int l = 0; l < 24; ++l) ws6.push_back(data::official_1024_layer(l));
-  std::string const dir = sdnn_test::data_dir();
-  auto images = io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200);
-  layer_t few(40, 1024, images.row_ptr()[40]);
-  std::copy(images.row_ptr().begin(), images.row_ptr().begin() + 41, few.row_ptr().begin());
-  std::copy(images.col_idx().begin(), images.col_idx().begin() + few.nnz(), few.col_idx().begin());
-  std::copy(images.values().begin(), images.values().begin() + few.nnz(), few.values().begin());
-  check_all_options(ws6, -0.3f, few, exec, "24 official layers, 40 images", {0, 128}, true);
+  check_all_options(official_layers(24), -0.3f, official_images(40), exec, "24 official layers, 40 images", {0, 128},
+                    true);
   // a layer that is not N x N is refused with the layer named
   std::vector<layer_t> bad;
   bad.push_back(data::official_1024_layer(0));
@@ -276,8 +278,7 @@ TEST_CASE("challenge engine: a device-memory budget is checked before the plan a
   SDNN_REQUIRE_DEVICE();
   stream_guard sg;
   cuda_exec exec{sg.s};
-  std::vector<layer_t> ws;
-  for (int l = 0; l < 12; ++l) ws.push_back(data::official_1024_layer(l));
+  auto const ws = official_layers(12);
   ops::challenge_engine_plan free_plan(ws, -0.3f, exec);
   std::uint64_t const need = free_plan.device_bytes();
   // 12 folded layers: 64 classes x 32 16-bit terms each, and the small tables
@@ -292,9 +293,7 @@ TEST_CASE("challenge engine: a device-memory budget is checked before the plan a
   REQUIRE(sdnn_test::has(why, "budget is " + std::to_string(need - 1)));
   REQUIRE(sdnn_test::has(why, std::to_string(need) + " bytes"));
   // the same answer as without a budget
-  std::string const dir = sdnn_test::data_dir();
-  auto images = first_rows(io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200), 100);
-  auto d_in = to_device(images, exec);
+  auto d_in = to_device(official_images(100), exec);
   REQUIRE(fits.run(exec, d_in.view()).categories == free_plan.run(exec, d_in.view()).categories);
 }
 
@@ -303,11 +302,8 @@ TEST_CASE("challenge engine: the streaming plan (layers made on demand, several 
   SDNN_REQUIRE_DEVICE();
   stream_guard sg;
   cuda_exec exec{sg.s};
-  std::string const dir = sdnn_test::data_dir();
-  auto images = first_rows(io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200), 300);
-  auto d_in = to_device(images, exec);
-  std::vector<layer_t> ws;
-  for (int l = 0; l < 30; ++l) ws.push_back(data::official_1024_layer(l));
+  auto d_in = to_device(official_images(300), exec);
+  auto const ws = official_layers(30);
   ops::challenge_engine_plan whole(ws, -0.3f, exec);
   auto const want = whole.run(exec, d_in.view(), true);
   for (int threads : {1, 3, 8}) {
@@ -354,11 +350,8 @@ TEST_CASE("challenge engine: streamed weights (windows of layers, parked rows) e
   SDNN_REQUIRE_DEVICE();
   stream_guard sg;
   cuda_exec exec{sg.s};
-  std::string const dir = sdnn_test::data_dir();
-  auto images = first_rows(io::read_challenge_images(dir + "/sparse-images-1024-first1200.tsv.gz", 1024, 1200), 200);
-  auto d_in = to_device(images, exec);
-  std::vector<layer_t> ws;
-  for (int l = 0; l < 16; ++l) ws.push_back(data::official_1024_layer(l));
+  auto d_in = to_device(official_images(200), exec);
+  auto const ws = official_layers(16);
   for (bool retire : {true, false}) {
     INFO("retirement " << retire);
     ops::challenge_engine_options base;
