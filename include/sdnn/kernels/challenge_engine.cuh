@@ -225,7 +225,9 @@ __device__ __forceinline__ void engine_uniform_sums(std::uint16_t const* ta, std
   zb = b;
 }
 
-template <int T, int Teams, class Term>
+// Passes = false: the resident engine's one pass (challenge_engine_pass::whole), with the
+// window and park handling compiled out.
+template <int T, int Teams, class Term, bool Passes>
 __global__ void __launch_bounds__(T * Teams)
     challenge_engine_kernel(csr_view<float, std::int32_t> in, challenge_engine_layers net, basic_epilogue<float> epi,
                             float cap, int* queue, std::uint32_t* category, float* final_rows,
@@ -260,12 +262,14 @@ __global__ void __launch_bounds__(T * Teams)
   for (std::int64_t i = t; i < n; i += T) xin[i] = 0.f;
   team::sync();
 
-  std::int32_t const first = pass.first;
+  std::int32_t const first = Passes ? pass.first : 0;
+  std::int32_t const end = Passes ? pass.end : L;
+  std::int64_t const term_shift = Passes ? pass.term_shift : 0;
   for (;;) {
     if (t == 0) {
       int const q = atomicAdd(queue, 1);
       s_pos[tid] = q;
-      if (first == 0 && !pass.live_in)
+      if (!Passes || (first == 0 && !pass.live_in))
         s_row[tid] = q < pass.row_end - pass.row_begin ? pass.row_begin + q : -1;
       else if (first == 0)  // rows waiting since an overflow (a list of input rows)
         s_row[tid] = q < *pass.live_in_count ? pass.live_in[q] : -1;
@@ -280,7 +284,7 @@ __global__ void __launch_bounds__(T * Teams)
     float const* src;
     float* dst;
     bool alive, allcap;
-    if (first == 0) {
+    if (!Passes || first == 0) {
       p_begin = in.row_ptr[row];
       p_end = in.row_ptr[row + 1];
       for (std::int32_t p = p_begin + t; p < p_end; p += T) xin[in.col_idx[p]] = in.values[p];
@@ -308,7 +312,7 @@ __global__ void __launch_bounds__(T * Teams)
     }
     bool left_retired = false;
     std::int32_t l = first, d_last = 0;
-    for (; alive && l < pass.end; ++l) {
+    for (; alive && l < end; ++l) {
       challenge_engine_layer_desc const dsc = net.desc[l];
       if (allcap && (dsc.distinct & challenge_engine_suffix_bit)) {
         left_retired = true;
@@ -323,9 +327,9 @@ __global__ void __launch_bounds__(T * Teams)
         int const len = dsc.length;
         for (std::int32_t u = t; u < d; u += 2 * T) {
           std::int32_t const v = u + T;
-          std::uint16_t const* ta = tu + challenge_engine_uniform_at(dsc.term_base - pass.term_shift, len, u, 0);
+          std::uint16_t const* ta = tu + challenge_engine_uniform_at(dsc.term_base - term_shift, len, u, 0);
           std::uint16_t const* tb =
-              v < d ? tu + challenge_engine_uniform_at(dsc.term_base - pass.term_shift, len, v, 0) : nullptr;
+              v < d ? tu + challenge_engine_uniform_at(dsc.term_base - term_shift, len, v, 0) : nullptr;
           float za, zb;
           engine_uniform_sums(ta, tb, len, src, dsc.weight, za, zb);
           float const oa = epi(za, u);
@@ -341,7 +345,7 @@ __global__ void __launch_bounds__(T * Teams)
         }
       } else {
         challenge_engine_slice const* sl = net.slices + dsc.slice_base;
-        Term const* tm = static_cast<Term const*>(net.terms) + (dsc.term_base - pass.term_shift);
+        Term const* tm = static_cast<Term const*>(net.terms) + (dsc.term_base - term_shift);
         float const* vals = net.values + dsc.value_base;
         for (std::int32_t u = t; u < d; u += T) {
           challenge_engine_slice const slice = sl[u >> 5];
@@ -367,7 +371,7 @@ __global__ void __launch_bounds__(T * Teams)
       for (std::int32_t p = p_begin + t; p < p_end; p += T) xin[in.col_idx[p]] = 0.f;
     // l - first: the layers computed for this row in this pass (a dead row's last, all-zero,
     // layer included). A row alive after the pass's last layer, before the network's, is parked.
-    bool const parked = alive && !left_retired && l < L;
+    bool const parked = Passes && alive && !left_retired && l < L;
     if (parked) {
       team::sync();  // every thread has read s_pos (q) before thread 0 reuses it
       if (t == 0) {
@@ -443,7 +447,10 @@ void challenge_engine(csr_view<float, std::int32_t> in, challenge_engine_layers 
                       challenge_engine_pass const& pass, cuda_exec exec) {
   if (in.rows == 0 || net.layers < 0 || grid_blocks <= 0) return;
   constexpr int Teams = challenge_engine_teams(T);
-  auto kernel = detail::challenge_engine_kernel<T, Teams, Term>;
+  bool const whole = pass.first == 0 && pass.end == net.layers && !pass.live_in && pass.row_begin == 0 &&
+                     pass.row_end == in.rows;
+  auto kernel = whole ? detail::challenge_engine_kernel<T, Teams, Term, false>
+                      : detail::challenge_engine_kernel<T, Teams, Term, true>;
   std::size_t const smem =
       challenge_engine_team_smem(net.n, net.max_distinct, scratch.state_shared, scratch.input_shared) * Teams;
   SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
@@ -457,7 +464,7 @@ template <int T, class Term>
 std::int64_t challenge_engine_grid(std::int64_t rows, std::int32_t n, std::int32_t max_distinct,
                                    challenge_engine_scratch const& scratch) {
   constexpr int Teams = challenge_engine_teams(T);
-  auto kernel = detail::challenge_engine_kernel<T, Teams, Term>;
+  auto kernel = detail::challenge_engine_kernel<T, Teams, Term, false>;
   std::size_t const smem = challenge_engine_team_smem(n, max_distinct, scratch.state_shared, scratch.input_shared) * Teams;
   SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   int per_sm = 0;
