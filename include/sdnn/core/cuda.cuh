@@ -12,6 +12,7 @@
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/exec.hpp"
 
+#include <cstdint>
 #include <cstdio>
 
 namespace sdnn::detail {
@@ -53,6 +54,15 @@ inline arch current_arch() {
              __FILE__, __LINE__);
   if (dev < 64) cache[dev] = a;
   return a;
+}
+
+// The device-memory budget of a weight placement (core/weight_placement.hpp) given none: 60% of
+// the current device's free memory, read now (the pipeline's weight store and the depth-first
+// engine's plan).
+inline std::uint64_t default_weight_budget() {
+  std::size_t free_b = 0, total_b = 0;
+  cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo", __FILE__, __LINE__);
+  return static_cast<std::uint64_t>(0.6 * static_cast<double>(free_b));
 }
 }  // namespace sdnn::detail
 

@@ -113,11 +113,7 @@ class challenge_engine_plan {
                     static_cast<std::uint64_t>(grid_ * teams * scratch_.global_per_team) * sizeof(float);
     // host and automatic without a budget: 60% of the free device memory (as the pipeline's weight store)
     std::uint64_t budget = opt_.device_memory_budget;
-    if (budget == 0 && opt_.weights != weight_placement::device) {
-      std::size_t free_b = 0, total_b = 0;
-      SDNN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-      budget = static_cast<std::uint64_t>(free_b) / 10 * 6;
-    }
+    if (budget == 0 && opt_.weights != weight_placement::device) budget = sdnn::detail::default_weight_budget();
     bool const over = budget > 0 && device_bytes_ > budget;
     streamed_ = opt_.weights == weight_placement::host || (opt_.weights == weight_placement::automatic && over);
     if (over && !streamed_)

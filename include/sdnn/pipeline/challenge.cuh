@@ -99,11 +99,7 @@ void challenge_network<P>::plan(std::int64_t inputs, cuda_exec exec, challenge_o
   std::unique_ptr<weight_store<P, float>> store;
   if (opt.weights != weight_placement::device || opt.device_memory_budget > 0) {
     std::uint64_t budget = opt.device_memory_budget;
-    if (budget == 0 && opt.weights == weight_placement::automatic) {
-      std::size_t fb = 0, tb = 0;
-      SDNN_CUDA_CHECK(cudaMemGetInfo(&fb, &tb));
-      budget = static_cast<std::uint64_t>(0.6 * static_cast<double>(fb));
-    }
+    if (budget == 0 && opt.weights == weight_placement::automatic) budget = sdnn::detail::default_weight_budget();
     placement_ = choose_weight_store(resident_layer_bytes(), budget, opt.weights, opt.weight_slots);
     if (placement_.streamed) {
       if constexpr (!streams_weights_v<P>) {
