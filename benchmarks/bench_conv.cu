@@ -8,7 +8,7 @@
 //   conservative baseline), cudnn_fused_s (convolution + bias/ReLU pass), speedup =
 //   cudnn_s / sdnn_s, the tuned block shape (with sums_in_registers, chunks, passes and
 //   windows staged per block), the pruning rule, nnz per channel and padding overhead.
-// Pruning rules (ops/prune.hpp): "global" (one threshold; channels padded to the
+// Pruning rules (train/op/prune_uniform.hpp): "global" (one threshold; channels padded to the
 //   densest one) and "per_channel" (every channel keeps round((1-s)*C*R*S): no padding
 //   unless a channel has too few nonzeros; the issue's "target" level per channel).
 //   Default: global at every sparsity, per_channel at 90 % only (names end in
@@ -36,11 +36,11 @@
 #include "bench_conv_layers.hpp"
 #include "bench_util.cuh"
 
-#include <sdnn/formats/conv_weights.hpp>
-#include <sdnn/ops/prune.hpp>
-#include <sdnn/layers/sparse_conv.cuh>
+#include <sdnn/conv/weights.hpp>
+#include <sdnn/train/op/prune_uniform.hpp>
+#include <sdnn/conv/sparse_conv.cuh>
 #if defined(SDNN_HAS_CUDNN)
-#include <sdnn/layers/cudnn_conv.cuh>
+#include <sdnn/conv/cudnn_conv.cuh>
 #endif
 
 using namespace sdnn;

@@ -5,8 +5,8 @@
 // sparsity bench_conv's pass starts with), batch 32 (bench_conv uses 128; 32 keeps this run
 // well under a minute).
 //
-// Formats: float (ops/conv.cuh), int8 (per output channel, symmetric; per layer, asymmetric)
-// and codebook4 (16 half centroids), ops/conv_quantized.cuh. Each format is tuned on its own
+// Formats: float (conv/op/direct_sparse.cuh), int8 (per output channel, symmetric; per layer, asymmetric)
+// and codebook4 (16 half centroids), conv/op/direct_sparse_quantized.cuh. Each format is tuned on its own
 // over direct_conv_candidates (median of 3 timed launches after one warm-up per candidate),
 // then the chosen config is timed (median of 20). The quantized kernels are bitwise equal to
 // the float kernel on the dequantized weights (tests/cuda/test_conv_quantized.cu), so only
@@ -32,14 +32,14 @@
 #include "bench_conv_layers.hpp"
 #include "bench_util.cuh"
 
-#include <sdnn/formats/conv_weights.hpp>
-#include <sdnn/formats/quantized_conv.hpp>
-#include <sdnn/kernels/conv_util.cuh>
-#include <sdnn/ops/conv.cuh>
-#include <sdnn/ops/conv_quantized.cuh>
-#include <sdnn/ops/prune.hpp>
+#include <sdnn/conv/weights.hpp>
+#include <sdnn/conv/quantized_weights.hpp>
+#include <sdnn/conv/kernel/util.cuh>
+#include <sdnn/conv/op/direct_sparse.cuh>
+#include <sdnn/conv/op/direct_sparse_quantized.cuh>
+#include <sdnn/train/op/prune_uniform.hpp>
 #if defined(SDNN_HAS_CUDNN)
-#include <sdnn/layers/cudnn_conv.cuh>
+#include <sdnn/conv/cudnn_conv.cuh>
 #endif
 
 using namespace sdnn;

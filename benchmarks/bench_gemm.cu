@@ -10,7 +10,7 @@
 #include "bench_util.cuh"
 
 #include <sdnn/sdnn.hpp>
-#include <sdnn/ops/gemm.cuh>
+#include <sdnn/linear/op/gemm.cuh>
 
 #include <cstring>
 #include <ctime>

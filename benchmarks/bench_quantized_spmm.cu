@@ -22,8 +22,8 @@
 
 #include <sdnn/sdnn.hpp>
 #include <sdnn/formats/quantized.hpp>
-#include <sdnn/ops/dense_sparse.cuh>
-#include <sdnn/ops/quantized_spmm.cuh>
+#include <sdnn/linear/op/dense_sparse.cuh>
+#include <sdnn/linear/op/quantized_spmm.cuh>
 
 #include <algorithm>
 #include <cmath>

@@ -17,8 +17,8 @@
 #include "bench_util.cuh"
 
 #include <sdnn/sdnn.hpp>
-#include <sdnn/ops/gemm.cuh>
-#include <sdnn/ops/spmm.cuh>
+#include <sdnn/linear/op/gemm.cuh>
+#include <sdnn/linear/op/spmm.cuh>
 
 #include <cmath>
 #include <cstring>

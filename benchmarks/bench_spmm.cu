@@ -17,8 +17,8 @@
 #include "bench_util.cuh"
 
 #include <sdnn/sdnn.hpp>
-#include <sdnn/ops/spmm.cuh>
-#include <sdnn/ops/dense_sparse.cuh>
+#include <sdnn/linear/op/spmm.cuh>
+#include <sdnn/linear/op/dense_sparse.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -239,7 +239,7 @@ void register_config(std::int64_t mk, std::int64_t n, double sp, bool blocks) {
   // cuSPARSE Blocked-ELL on the tiled-dense copy of A (the 32 x 32 tiles are its blocks):
   // the vendor counterpart of sdnn_tiled_dense, registered with the vendor rows so every
   // sdnn row of a block-sparse config reports against the fastest of all of them.
-  // Float Blocked-ELL runs on TF32 tensor cores (vendor/cusparse_blocked_ell.cuh): the
+  // Float Blocked-ELL runs on TF32 tensor cores (linear/vendor/cusparse_blocked_ell.cuh): the
   // row name says so, since it is not a strict-float baseline.
   if (blocks) {
     std::string const name =

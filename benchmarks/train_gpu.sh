@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check of the device training primitives (issue 12: ops/train.cuh, kernels/train.cuh):
+# GPU check of the device training primitives (issue 12: train/op/backward.cuh, train/kernel/backward.cuh):
 # configure + build the device test program only, run its "[train]" cases with
 # SDNN_REQUIRE_GPU=1 (a missing GPU fails), then compute-sanitizer memcheck and racecheck on
 # the same cases. Logs in OUT: summary.txt, build.log (configure + build), tests.log,

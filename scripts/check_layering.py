@@ -1,67 +1,57 @@
 #!/usr/bin/env python3
-"""Check the include layering of include/sdnn/ (CI runs this as the CTest test host.layering).
+"""Check the include graph of include/sdnn/ (CI runs this as the CTest test host.layering).
 
-The layers, lowest first (a header may include its own folder or any folder of a lower layer):
+The tree is capability first, layer second (docs/architecture.md draws it):
 
-  layer  folder      what it holds
-  -----  ----------  -----------------------------------------------------------------------
-  0      core/       configuration, the error family, executors, buffers and the epilogue: what
-                     every other header needs and that needs nothing of sdnn.
-  1      formats/    the sparse and dense containers and weight formats (conv weights, csc tiles),
-                     their views, validation, statistics and the host conversions between them.
-  1      io/         readers and writers of the file formats (Graph Challenge TSV, MatrixMarket,
-                     MNIST IDX); beside formats, may include core, formats and data.
-  1      data/       host generators of networks and inputs (RadiX-Net, Challenge inputs); beside
-                     formats, may include core, formats and io.
-  2      kernels/    __global__ functions and their launchers only, one family per file.
-  2      reference/  plain host implementations: the oracle for tests and the host backend.
-  3      vendor/     thin cuSPARSE / cuBLAS / cuDNN wrappers behind sdnn's views.
-  3      policies/   tag types that name an algorithm, and the plan-time choice between them.
-  4      ops/        public entry points and host plans: check arguments, dispatch on (executor,
-                     policy) to kernels, vendor or reference (device conversions included).
-  5      layers/     network layers (sparse linear, sparse convolution) built on ops.
-  6      pipeline/   composition of layers: plan once, run many times on a stream.
-  7      dist/       running over several ranks: partition of the inputs, merge of the ranks'
-                     categories, agreement signature, timing; mpi.hpp adds the MPI collectives.
-  -      sdnn.hpp    the umbrella header (include/sdnn/*.hpp) may include everything.
+  foundation   core/ formats/ io/ layers/       generic: name nothing of one application
+  capabilities linear/ conv/ train/ challenge/  each with its layers inside (kernel/, reference/,
+                                                policy/, vendor/, op/) and, at its root, its
+                                                vocabulary (shapes, weight formats) and layers
+  on top       pipeline/ dist/
+  umbrella     sdnn.hpp
 
-Folders of one layer do not include each other (kernels/ never includes reference/, vendor/
-never includes policies/), except that formats/, io/ and data/ are allowed the edges named above.
-
-Rules checked (each violation is one line `file:line: #include "..." -- rule`):
-  * an include of a higher layer, of a sibling not allowed above, or of an unknown folder;
-  * an include cycle between headers (reported once per cycle, at the edge that closes it);
-  * a file under kernels/ without a __global__ function (host plans and helpers live in ops/);
-  * a __global__ function outside kernels/.
+Rules (each violation is one line `file:line: #include "..." -- rule`):
+  * a header in folder A includes one in folder B only where MODULE_EDGES[A] names B;
+  * inside a folder, the layer sub-folders include only downwards (SUBLAYER_RANK; the root of a
+    folder is its vocabulary and public entry, which any sub-folder of it may use);
+  * no include cycle between headers;
+  * __global__ functions live in a kernel/ folder, and every file of a kernel/ folder has one;
+  * every header is reachable from the umbrella sdnn.hpp, every .hpp outside its __CUDACC__ block.
 
 Usage: check_layering.py [INCLUDE_DIR]   (default: include/ next to this script's parent)
+       check_layering.py --self-test     (plants wrong-way includes in a copy; expects failures)
 Exit status 0 when the tree is clean, 1 otherwise. Python 3 standard library only.
 """
 
 import os
 import re
+import shutil
 import sys
+import tempfile
 
-# folder -> (layer, extra folders of the same layer it may include)
-LAYERS = {
-    "core": (0, set()),
-    "formats": (1, set()),
-    "io": (1, {"formats", "data"}),
-    "data": (1, {"formats", "io"}),
-    "kernels": (2, set()),
-    "reference": (2, set()),
-    "vendor": (3, set()),
-    "policies": (3, set()),
-    "ops": (4, set()),
-    "layers": (5, set()),
-    "pipeline": (6, set()),
-    "dist": (7, set()),
+# folder -> the other folders its headers may include (its own folder is always allowed).
+MODULE_EDGES = {
+    "core": set(),
+    "formats": {"core"},
+    "io": {"core", "formats"},
+    "layers": {"core", "formats"},  # the layer interface only: below every capability
+    "linear": {"core", "formats", "layers"},
+    "conv": {"core", "formats", "layers", "linear"},
+    "train": {"core", "formats", "linear", "conv"},
+    "pipeline": {"core", "formats", "layers", "linear"},
+    "challenge": {"core", "formats", "io", "linear", "pipeline"},
+    "dist": {"core", "formats"},
 }
+# Layer sub-folders inside a folder, lowest first: a header may include its own sub-folder, a
+# lower one, or the folder's root ("") files; the root may include every sub-folder.
+SUBLAYER_RANK = {"kernel": 0, "reference": 0, "policy": 1, "vendor": 2, "op": 3}
+GENERIC = ("core", "formats", "io", "layers", "pipeline", "dist")
 UMBRELLA = ""  # headers directly in include/sdnn/
 HEADER_EXT = (".hpp", ".cuh", ".h", ".inl")
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"](sdnn/[^>"]+)[>"]')
 GLOBAL_RE = re.compile(r"\b__global__\b")
+CHALLENGE_RE = re.compile(r"challenge", re.IGNORECASE)
 
 
 def strip_comments(text):
@@ -90,35 +80,43 @@ def strip_comments(text):
     return "".join(out)
 
 
-def folder_of(rel):
-    """'sdnn/ops/spmm.hpp' -> 'ops'; 'sdnn/sdnn.hpp' -> ''; anything else -> None."""
+def place(rel):
+    """'sdnn/linear/op/spmm.hpp' -> ('linear', 'op'); 'sdnn/core/plan.hpp' -> ('core', '');
+    'sdnn/sdnn.hpp' -> ('', ''); anything else -> None."""
     parts = rel.split("/")
     if len(parts) < 2 or parts[0] != "sdnn":
         return None
-    return UMBRELLA if len(parts) == 2 else parts[1]
+    if len(parts) == 2:
+        return (UMBRELLA, "")
+    return (parts[1], parts[2] if len(parts) > 3 else "")
 
 
-def allowed(src, dst):
-    """Whether a header in folder src may include one in folder dst (both known)."""
-    if src == UMBRELLA or src == dst:
-        return True
-    if dst == UMBRELLA:
-        return False
-    (ls, extra), (ld, _) = LAYERS[src], LAYERS[dst]
-    return ld < ls or dst in extra
+def why_not(src, dst):
+    """None when a header at place src may include one at place dst, else the rule it breaks."""
+    (sm, ss), (dm, ds) = src, dst
+    if sm == UMBRELLA:
+        return None
+    if dm == UMBRELLA:
+        return "only sdnn.hpp is the umbrella; no header includes it"
+    if sm != dm:
+        if dm in MODULE_EDGES[sm]:
+            return None
+        return "%s/ may not include %s/ (allowed: %s)" % (
+            sm, dm, ", ".join(sorted(MODULE_EDGES[sm])) or "nothing")
+    if ss == ds or ds == "" or ss == "":
+        return None
+    if ss not in SUBLAYER_RANK or ds not in SUBLAYER_RANK:
+        return None  # unknown sub-folders are reported separately
+    if SUBLAYER_RANK[ds] < SUBLAYER_RANK[ss]:
+        return None
+    return "%s/%s/ may not include %s/%s/ (inside a folder, layers include only downwards: %s)" % (
+        sm, ss, dm, ds, " < ".join(sorted(SUBLAYER_RANK, key=lambda k: (SUBLAYER_RANK[k], k))))
 
 
-def describe(folder):
-    return "sdnn.hpp" if folder == UMBRELLA else "%s/ (layer %d)" % (folder, LAYERS[folder][0])
-
-
-def main(argv):
-    here = os.path.dirname(os.path.abspath(__file__))
-    inc = os.path.abspath(argv[1] if len(argv) > 1 else os.path.join(here, "..", "include"))
+def check(inc):
     root = os.path.join(inc, "sdnn")
     if not os.path.isdir(root):
-        print("check_layering: no sdnn/ under %s" % inc)
-        return 2
+        return ["check_layering: no sdnn/ under %s" % inc], 0
 
     headers = {}  # 'sdnn/x/y.hpp' -> absolute path
     for dirpath, _, files in os.walk(root):
@@ -131,40 +129,45 @@ def main(argv):
     graph = {}  # header -> [(included header, line)]
     for rel in sorted(headers):
         shown = "include/" + rel
-        src = folder_of(rel)
+        src = place(rel)
         with open(headers[rel], encoding="utf-8", errors="replace") as fh:
             raw = fh.read()
         code = strip_comments(raw)
-        if src != UMBRELLA and src not in LAYERS:
-            violations.append("%s:1: header in unknown folder %s/ -- every header lives in a "
-                              "folder of the layer table" % (shown, src))
+        if src[0] != UMBRELLA and src[0] not in MODULE_EDGES:
+            violations.append("%s:1: header in unknown folder %s/ -- every folder is declared in "
+                              "MODULE_EDGES" % (shown, src[0]))
+            continue
+        if src[1] and src[1] not in SUBLAYER_RANK:
+            violations.append("%s:1: unknown layer sub-folder %s/ -- the sub-folders are %s"
+                              % (shown, src[1], ", ".join(sorted(SUBLAYER_RANK))))
+        if src[0] in GENERIC and CHALLENGE_RE.search(os.path.basename(rel)):
+            violations.append("%s:1: a Graph Challenge file in a generic folder -- it belongs in "
+                              "challenge/" % shown)
         edges = graph.setdefault(rel, [])
         for lineno, line in enumerate(raw.splitlines(), 1):
             m = INCLUDE_RE.match(line)
             if not m:
                 continue
             target = m.group(1)
-            dst = folder_of(target)
-            if dst is None or (dst != UMBRELLA and dst not in LAYERS):
-                violations.append('%s:%d: #include "%s" -- unknown folder %s/ (not in the layer '
-                                  'table)' % (shown, lineno, target, target.split("/")[1]))
+            dst = place(target)
+            if dst is None or (dst[0] != UMBRELLA and dst[0] not in MODULE_EDGES):
+                violations.append('%s:%d: #include "%s" -- unknown folder' % (shown, lineno, target))
                 continue
             if target not in headers:
                 violations.append('%s:%d: #include "%s" -- no such header' % (shown, lineno, target))
                 continue
             edges.append((target, lineno))
-            if src in LAYERS and not allowed(src, dst):
-                violations.append('%s:%d: #include "%s" -- %s may not include %s (includes only '
-                                  'go down)' % (shown, lineno, target, describe(src), describe(dst)))
+            rule = why_not(src, dst)
+            if rule:
+                violations.append('%s:%d: #include "%s" -- %s' % (shown, lineno, target, rule))
         has_global = GLOBAL_RE.search(code) is not None
-        if src == "kernels" and not has_global:
-            violations.append("%s:1: no __global__ function -- kernels/ holds __global__ functions "
-                              "and their launchers only; host plans and helpers live in ops/"
-                              % shown)
-        if src != "kernels" and has_global:
+        if src[1] == "kernel" and not has_global:
+            violations.append("%s:1: no __global__ function -- a kernel/ folder holds __global__ "
+                              "functions and their launchers only; host plans live in op/" % shown)
+        if src[1] != "kernel" and has_global:
             lineno = code[:GLOBAL_RE.search(code).start()].count("\n") + 1
-            violations.append("%s:%d: __global__ function outside kernels/ -- device code belongs "
-                              "in kernels/ (with its launcher)" % (shown, lineno))
+            violations.append("%s:%d: __global__ function outside a kernel/ folder -- device "
+                              "kernels live in <folder>/kernel/ with their launchers" % (shown, lineno))
 
     # Cycles: depth-first search; a back edge closes a cycle.
     state = {}  # 0 visiting, 1 done
@@ -191,13 +194,118 @@ def main(argv):
     for node in sorted(graph):
         if node not in state:
             visit(node)
+    violations += unreachable(headers, graph)
+    return violations, len(headers)
 
+
+def unreachable(headers, graph):
+    """Headers the umbrella does not reach: every one must be reachable from sdnn/sdnn.hpp, and
+    every .hpp from its includes outside `#if defined(__CUDACC__)` (a g++ user sees those)."""
+    umbrella = "sdnn/sdnn.hpp"
+    if umbrella not in headers:
+        return ["include/%s:1: no umbrella header" % umbrella]
+    host_roots, all_roots, depth_cuda, depth = [], [], None, 0
+    with open(headers[umbrella], encoding="utf-8") as fh:
+        for line in fh:
+            t = line.strip()
+            if t.startswith("#if"):
+                depth += 1
+                if "__CUDACC__" in t and depth_cuda is None:
+                    depth_cuda = depth
+            elif t.startswith("#endif"):
+                if depth_cuda == depth:
+                    depth_cuda = None
+                depth -= 1
+            m = INCLUDE_RE.match(line)
+            if m:
+                all_roots.append(m.group(1))
+                if depth_cuda is None:
+                    host_roots.append(m.group(1))
+
+    def reach(roots):
+        seen, todo = set(), list(roots)
+        while todo:
+            h = todo.pop()
+            if h in seen:
+                continue
+            seen.add(h)
+            todo.extend(t for t, _ in graph.get(h, ()))
+        return seen
+
+    everything, host = reach(all_roots), reach(host_roots)
+    out = []
+    for h in sorted(headers):
+        if h == umbrella:
+            continue
+        if h not in everything:
+            out.append("include/%s:1: not reachable from sdnn/sdnn.hpp -- include it there" % h)
+        elif h.endswith(".hpp") and h not in host and h != "sdnn/dist/mpi.hpp":
+            out.append("include/%s:1: reachable from sdnn/sdnn.hpp only under __CUDACC__ -- a .hpp "
+                       "must be seen by a plain C++ compiler" % h)
+    return out
+
+
+# Wrong-way includes the checker must refuse, each planted alone in a copy of the tree:
+# (file to create, its text, a fragment the report must contain).
+PLANTS = [
+    ("sdnn/core/planted.hpp", '#include "sdnn/formats/csr.hpp"\n', "core/ may not include formats/"),
+    ("sdnn/formats/planted.hpp", '#include "sdnn/linear/op/spmm.hpp"\n', "formats/ may not include linear/"),
+    ("sdnn/linear/planted.hpp", '#include "sdnn/challenge/engine.hpp"\n', "linear/ may not include challenge/"),
+    ("sdnn/dist/planted.hpp", '#include "sdnn/pipeline/sequential.hpp"\n', "dist/ may not include pipeline/"),
+    ("sdnn/linear/kernel/planted.cuh", '#include "sdnn/linear/op/spmm.hpp"\n__global__ void k() {}\n',
+     "linear/kernel/ may not include linear/op/"),
+    ("sdnn/linear/op/planted.hpp", "template <class T> __global__ void k(T) {}\n",
+     "__global__ function outside a kernel/ folder"),
+    ("sdnn/io/challenge_planted.hpp", "\n", "a Graph Challenge file in a generic folder"),
+    ("sdnn/core/planted_a.hpp", '#include "sdnn/core/planted_b.hpp"\n', "include cycle"),
+    ("sdnn/formats/unlisted.hpp", "\n", "not reachable from sdnn/sdnn.hpp"),
+]
+
+
+def self_test(inc):
+    failures = 0
+    for path, text, expect in PLANTS:
+        tmp = tempfile.mkdtemp(prefix="sdnn_layering_")
+        try:
+            shutil.copytree(os.path.join(inc, "sdnn"), os.path.join(tmp, "sdnn"))
+            with open(os.path.join(tmp, path), "w") as fh:
+                fh.write(text)
+            if path.endswith("planted_a.hpp"):
+                with open(os.path.join(tmp, "sdnn/core/planted_b.hpp"), "w") as fh:
+                    fh.write('#include "sdnn/core/planted_a.hpp"\n')
+                with open(os.path.join(tmp, "sdnn/sdnn.hpp"), "a") as fh:
+                    fh.write('#include "sdnn/core/planted_b.hpp"\n')
+            if "unlisted" not in path:
+                with open(os.path.join(tmp, "sdnn/sdnn.hpp"), "a") as fh:
+                    fh.write('#include "%s"\n' % path)
+            violations, _ = check(tmp)
+            hit = [v for v in violations if expect in v]
+            print("%s %s: %s" % ("ok  " if hit else "FAIL", path, hit[0] if hit else
+                                 "not refused (%d other violations)" % len(violations)))
+            failures += 0 if hit and len(violations) == len(hit) else 1
+        finally:
+            shutil.rmtree(tmp)
+    print("check_layering self-test: %d of %d planted includes refused" % (len(PLANTS) - failures, len(PLANTS)))
+    return 1 if failures else 0
+
+
+def main(argv):
+    here = os.path.dirname(os.path.abspath(__file__))
+    args = [a for a in argv[1:] if a != "--self-test"]
+    inc = os.path.abspath(args[0] if args else os.path.join(here, "..", "include"))
+    if "--self-test" in argv:
+        violations, _ = check(inc)
+        if violations:
+            print("check_layering: the tree itself is not clean; fix it before the self-test")
+            return 1
+        return self_test(inc)
+    violations, n = check(inc)
     for v in violations:
         print(v)
     if violations:
-        print("check_layering: %d violation(s) in %d headers" % (len(violations), len(headers)))
+        print("check_layering: %d violation(s) in %d headers" % (len(violations), n))
         return 1
-    print("check_layering: %d headers, layering clean" % len(headers))
+    print("check_layering: %d headers, layering clean" % n)
     return 0
 
 

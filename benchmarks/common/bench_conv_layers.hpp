@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include <sdnn/formats/conv_shape.hpp>
+#include <sdnn/conv/shape.hpp>
 
 namespace sdnn_bench {
 

@@ -14,14 +14,14 @@
 //
 // This is the host side of multi-rank inference. A GPU program makes the same calls and runs
 // its device engine where this one calls reference::challenge_infer (one rank per GPU).
-#include <sdnn/data/radixnet.hpp>
+#include <sdnn/challenge/radixnet.hpp>
 #include <sdnn/dist/categories.hpp>
 #include <sdnn/dist/mpi.hpp>
 #include <sdnn/dist/partition.hpp>
 #include <sdnn/dist/signature.hpp>
 #include <sdnn/dist/timing.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
-#include <sdnn/reference/challenge.hpp>
+#include <sdnn/challenge/tsv.hpp>
+#include <sdnn/challenge/reference.hpp>
 
 #include <cerrno>
 #include <cstdint>
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
       y = io::read_challenge_images(o.images, n);
       if (me == 0 && !o.truth.empty()) truth = io::read_categories(o.truth);
     });
-    dmpi::check_agreement(comm, dist::challenge_signature(layers, bias, cap, y.rows())
+    dmpi::check_agreement(comm, dist::network_signature(layers, bias, cap, y.rows())
                                     .add_hash("inputs hash", dist::hash_csr(y.view())));
 
     // Rank 0 decides the partition, every rank receives it.

@@ -19,23 +19,23 @@
 // inputs * total nonzeros of all layers / seconds (edges/s).
 #include "cli.hpp"
 
-#include <sdnn/data/challenge_inputs.hpp>
-#include <sdnn/data/distinct_inputs.hpp>
-#include <sdnn/ops/challenge_engine.hpp>
-#include <sdnn/data/radixnet.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
+#include <sdnn/challenge/inputs.hpp>
+#include <sdnn/challenge/distinct_inputs.hpp>
+#include <sdnn/challenge/engine.hpp>
+#include <sdnn/challenge/radixnet.hpp>
+#include <sdnn/challenge/tsv.hpp>
 #include <sdnn/io/mnist_idx.hpp>
-#include <sdnn/layers/sparse_linear.hpp>
-#include <sdnn/pipeline/challenge.hpp>
+#include <sdnn/linear/sparse_linear.hpp>
+#include <sdnn/challenge/pipeline.hpp>
 #include <sdnn/pipeline/weight_store.hpp>
-#include <sdnn/policies/dense_sparse.hpp>
-#include <sdnn/reference/challenge.hpp>
+#include <sdnn/linear/policy/dense_sparse.hpp>
+#include <sdnn/challenge/reference.hpp>
 
 #if defined(__CUDACC__)
-#include <sdnn/kernels/radixnet.cuh>
+#include <sdnn/challenge/kernel/radixnet.cuh>
 #include <sdnn/formats/copy.cuh>
-#include <sdnn/pipeline/challenge.cuh>
-#include <sdnn/ops/challenge_engine.cuh>
+#include <sdnn/challenge/pipeline.cuh>
+#include <sdnn/challenge/engine.cuh>
 #endif
 
 #if SDNN_GRAPH_CHALLENGE_MPI
@@ -180,7 +180,7 @@ class progress_layer final : public layers::sparse_linear<float, format::csr, po
 
  public:
   progress_layer(host_csr w, float bias, cli::progress* p, std::int32_t index)
-      : base(std::move(w), epilogue_challenge<float>(bias)), progress_(p), index_(index) {}
+      : base(std::move(w), epilogue_capped_relu<float>(bias)), progress_(p), index_(index) {}
   using base::forward;
   void forward(host_exec e, dense_view<float const> in, dense_view<float> out) override {
     base::forward(e, in, out);
@@ -274,7 +274,7 @@ outcome run_device(std::int32_t layers_n, float bias, layer_source const& make, 
       auto work = [&](unsigned w) {
         try {
           for (std::int32_t l = next++; l < layers_n; l = next++)
-            layers[static_cast<std::size_t>(l)] = std::make_shared<layer_t>(make.host(l), epilogue_challenge<float>(bias));
+            layers[static_cast<std::size_t>(l)] = std::make_shared<layer_t>(make.host(l), epilogue_capped_relu<float>(bias));
         } catch (...) {
           failed[w] = std::current_exception();
           next = layers_n;
@@ -289,7 +289,7 @@ outcome run_device(std::int32_t layers_n, float bias, layer_source const& make, 
     } else {
       for (std::int32_t l = 0; l < layers_n; ++l)
         layers[static_cast<std::size_t>(l)] =
-            std::make_shared<layer_t>(make.device(l, exec), epilogue_challenge<float>(bias), exec);
+            std::make_shared<layer_t>(make.device(l, exec), epilogue_capped_relu<float>(bias), exec);
     }
     pipeline::challenge_network<Policy> net(layers);
     pipeline::challenge_options opt;
@@ -907,7 +907,7 @@ job prepare_bench(cli::result const& o, machine const& m, bool writer) {
   if (json_path) j.json_path = json_path;
   auto const mnist = io::read_idx_images(mnist_path(o));
   // `images` distinct images (issue 10): digit n mod 10000 shifted by a small offset chosen from
-  // n / 10000 (data/distinct_inputs.hpp), so no input repeats and no de-duplication is flattered.
+  // n / 10000 (challenge/distinct_inputs.hpp), so no input repeats and no de-duplication is flattered.
   j.inputs = data::distinct_challenge_inputs(mnist, n, images);
   float const bias = j.bias = data::challenge_bias(n);
   j.backend = m.gpu ? "cuda" : "host";
@@ -1164,8 +1164,8 @@ int run_ranks_body(int argc, char** argv, MPI_Comm comm) {
   dmpi::collective_step(comm, o.command == "infer" ? "reading the inputs" : "making the inputs", [&] {
     user_step([&] { j = o.command == "infer" ? prepare_infer(o, m, me == 0) : prepare_bench(o, m, me == 0); });
   });
-  float const cap = 32.f;  // epilogue_challenge's
-  // What every rank must agree on before the inputs are split: the problem (dist::challenge_signature's
+  float const cap = 32.f;  // epilogue_capped_relu's
+  // What every rank must agree on before the inputs are split: the problem (dist::network_signature's
   // fields but the weights, which are checked once each rank has made them: the engine's plan builds
   // them a few at a time, so the network never sits whole on the host) and what runs it.
   dmpi::check_agreement(comm, dist::signature{}

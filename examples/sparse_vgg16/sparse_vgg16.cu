@@ -1,5 +1,5 @@
 // sparse_vgg16: the 13 VGG-16 convolutions (3x3, pad 1, ReLU) with 2x2 max-pooling between
-// blocks, weights pruned on the device (ops/prune.cuh) to 90 % (uniform nnz per output
+// blocks, weights pruned on the device (train/op/prune_uniform.cuh) to 90 % (uniform nnz per output
 // channel, global threshold or per-channel rule), run as a device
 // pipeline of sdnn::layer<float> (layers::sparse_conv2d + a max-pool layer), and the same
 // stack with the same pruned weights on dense cuDNN (float, no TF32). Prints both times
@@ -19,11 +19,11 @@
 #include <vector>
 
 #include <sdnn/sdnn.hpp>
-#include <sdnn/formats/conv_weights.hpp>
-#include <sdnn/ops/prune.cuh>
-#include <sdnn/layers/sparse_conv.cuh>
+#include <sdnn/conv/weights.hpp>
+#include <sdnn/train/op/prune_uniform.cuh>
+#include <sdnn/conv/sparse_conv.cuh>
 #if defined(SDNN_HAS_CUDNN)
-#include <sdnn/layers/cudnn_conv.cuh>
+#include <sdnn/conv/cudnn_conv.cuh>
 #endif
 
 using namespace sdnn;

@@ -10,10 +10,10 @@
 // Run with --help for the options.
 #include <sdnn/formats/quantized.hpp>
 #include <sdnn/io/mnist_idx.hpp>
-#include <sdnn/ops/quantized_spmm.hpp>
-#include <sdnn/ops/train.hpp>
-#include <sdnn/reference/spmm.hpp>
-#include <sdnn/reference/train.hpp>
+#include <sdnn/linear/op/quantized_spmm.hpp>
+#include <sdnn/train/op/backward.hpp>
+#include <sdnn/linear/reference/spmm.hpp>
+#include <sdnn/train/reference/backward.hpp>
 
 #include <chrono>
 #include <cmath>

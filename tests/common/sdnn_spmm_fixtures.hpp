@@ -222,7 +222,7 @@ struct epilogue_set {
       ep.has_cap = true;
       ep.cap = 20.f;
     } else if (which == 2) {
-      ep = sdnn::epilogue_challenge<float>(-1.f, 16.f);
+      ep = sdnn::epilogue_capped_relu<float>(-1.f, 16.f);
     }
     return ep;
   }

@@ -7,7 +7,7 @@
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/sdnn.hpp>
-#include <sdnn/ops/challenge_engine.cuh>
+#include <sdnn/challenge/engine.cuh>
 
 #include <algorithm>
 #include <cmath>

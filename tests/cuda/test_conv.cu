@@ -7,18 +7,18 @@
 // __half with float accumulation over several channel chunks is checked against ONE half
 // rounding of the exact result (the old kernel rounded once per chunk; the host test
 // "... catches per-chunk rounding" shows that this data would expose it). The device
-// pruning (ops/prune.cuh) must equal the host prune_uniform field for field.
+// pruning (train/op/prune_uniform.cuh) must equal the host prune_uniform field for field.
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_conv_fixtures.hpp"
 
-#include <sdnn/formats/conv_weights.hpp>
-#include <sdnn/ops/conv.cuh>
-#include <sdnn/ops/prune.cuh>
-#include <sdnn/ops/prune.hpp>
-#include <sdnn/reference/conv.hpp>
-#include <sdnn/layers/sparse_conv.cuh>
+#include <sdnn/conv/weights.hpp>
+#include <sdnn/conv/op/direct_sparse.cuh>
+#include <sdnn/train/op/prune_uniform.cuh>
+#include <sdnn/train/op/prune_uniform.hpp>
+#include <sdnn/conv/reference/convolution.hpp>
+#include <sdnn/conv/sparse_conv.cuh>
 #if defined(SDNN_HAS_CUDNN)
-#include <sdnn/layers/cudnn_conv.cuh>
+#include <sdnn/conv/cudnn_conv.cuh>
 #endif
 
 #include <cmath>

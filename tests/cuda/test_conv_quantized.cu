@@ -1,5 +1,5 @@
-// Direct sparse convolution with quantized weights (ops/conv_quantized.cuh) on the device:
-//   * BITWISE equal (==) to the float direct sparse convolution (ops/conv.cuh) run on the
+// Direct sparse convolution with quantized weights (conv/op/direct_sparse_quantized.cuh) on the device:
+//   * BITWISE equal (==) to the float direct sparse convolution (conv/op/direct_sparse.cuh) run on the
 //     dequantized weights, for every encoding (int8 per layer / per output channel, symmetric /
 //     asymmetric; codebook4) and every config tried (candidates plus forced odd block shapes
 //     with several channel chunks, both ways sums cross chunks);
@@ -11,13 +11,13 @@
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_conv_fixtures.hpp"
 
-#include <sdnn/formats/conv_weights.hpp>
-#include <sdnn/formats/quantized_conv.hpp>
-#include <sdnn/ops/conv.cuh>
-#include <sdnn/ops/conv_quantized.cuh>
-#include <sdnn/ops/prune.hpp>
-#include <sdnn/reference/conv.hpp>
-#include <sdnn/reference/conv_quantized.hpp>
+#include <sdnn/conv/weights.hpp>
+#include <sdnn/conv/quantized_weights.hpp>
+#include <sdnn/conv/op/direct_sparse.cuh>
+#include <sdnn/conv/op/direct_sparse_quantized.cuh>
+#include <sdnn/train/op/prune_uniform.hpp>
+#include <sdnn/conv/reference/convolution.hpp>
+#include <sdnn/conv/reference/quantized.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -7,9 +7,9 @@
 #include <cuda_fp16.h>
 
 #include <sdnn/sdnn.hpp>
-#include <sdnn/ops/convert.cuh>
+#include <sdnn/formats/convert.cuh>
 #include <sdnn/formats/copy.cuh>
-#include <sdnn/ops/stats.cuh>
+#include <sdnn/formats/stats.cuh>
 
 #include <cstdint>
 #include <random>

@@ -6,7 +6,7 @@
 #include "sdnn_gpu_test.cuh"
 
 #include <sdnn/sdnn.hpp>
-#include <sdnn/ops/gemm.cuh>
+#include <sdnn/linear/op/gemm.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -92,7 +92,7 @@ void run_gemm_case(char const* pname, gemm_case const& g, std::uint32_t seed, cu
       he.has_cap = de.has_cap = true;
       he.cap = de.cap = 40.f;
     } else if (ep == 2) {
-      he = de = epilogue_challenge<float>(-2.f, 32.f);
+      he = de = epilogue_capped_relu<float>(-2.f, 32.f);
     }
     std::vector<float> ref(static_cast<std::size_t>(g.m * ldc), 99.f);
     ops::gemm(host_exec{}, Policy{}, dense_view<float const>{g.m, g.k, lda, a.data()},

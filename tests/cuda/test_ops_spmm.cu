@@ -1,5 +1,5 @@
 // Device tests of every sparse-product policy against the host reference
-// (reference/spmm.hpp): CSR (row-split, nnz-balanced, empty-row mask/compact, automatic,
+// (linear/reference/spmm.hpp): CSR (row-split, nnz-balanced, empty-row mask/compact, automatic,
 // cuSPARSE), COO (nnz-split, cuSPARSE), ELL, tiled-dense, and dense x sparse (csc_gather,
 // cuSPARSE) on seeded random inputs and edge cases; the nnz-split paths (rows cut by
 // chunk boundaries, a row of 100k entries, empty rows, nnz = 0, determinism) at the end.
@@ -11,8 +11,8 @@
 #include "sdnn_spmm_fixtures.hpp"
 
 #include <sdnn/sdnn.hpp>
-#include <sdnn/ops/spmm.cuh>
-#include <sdnn/ops/dense_sparse.cuh>
+#include <sdnn/linear/op/spmm.cuh>
+#include <sdnn/linear/op/dense_sparse.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -101,7 +101,7 @@ TEMPLATE_TEST_CASE("COO, ELL and tiled-dense spmm match the reference", "[cuda][
     ++seed;
     auto const a = random_csr(cs, seed);
     auto const b = random_dense(cs.k, cs.n, seed + 1);
-    auto const epi = epilogue_challenge<float>(-1.f, 16.f);
+    auto const epi = epilogue_capped_relu<float>(-1.f, 16.f);
     dense_matrix<float> ref(cs.m, cs.n);
     ops::spmm(host_exec{}, policy::csr_row_split<>{}, a.view(), b.view(), ref.view(), epi);
     device_dense<TestType> db(b, cs.n + cs.ld_pad, e);
@@ -168,7 +168,7 @@ TEMPLATE_TEST_CASE("dense x sparse (Y * W) matches the reference", "[cuda][ops][
     csr_case wc{cs.name, cs.k, cs.n, 0, cs.density, cs.empty_rows};
     auto const w = random_csr(wc, seed);
     auto const y = random_dense(cs.m, cs.k, seed + 1);
-    auto const epi = epilogue_challenge<float>(-1.f, 16.f);
+    auto const epi = epilogue_capped_relu<float>(-1.f, 16.f);
     dense_matrix<float> ref(cs.m, cs.n);
     ops::spmm_dense_sparse(host_exec{}, policy::csc_gather<>{}, y.view(), w.view(), ref.view(), epi);
     device_csr<TestType> dw(w, e);
@@ -210,7 +210,7 @@ TEST_CASE("automatic picks by matrix statistics and matches the reference", "[cu
   auto check = [&](csr_matrix<float, int> const& a, policy::spmm_choice expected, char const* what) {
     auto const b = random_dense(a.cols(), 70, 5);
     dense_matrix<float> ref(a.rows(), 70);
-    auto const epi = epilogue_challenge<float>(-1.f, 16.f);
+    auto const epi = epilogue_capped_relu<float>(-1.f, 16.f);
     reference::spmm(a.view(), b.view(), ref.view(), epi);
     device_csr<float> da(a, e);
     device_dense<float> db(b, 70, e), dc(dense_matrix<float>(a.rows(), 70), 70, e);
@@ -454,7 +454,7 @@ TEMPLATE_TEST_CASE("nnz-split COO and nnz-balanced CSR are deterministic on real
     device_dense<TestType> db(b, n, e);
     device_csr<TestType> dcsr(a, e);
     device_coo<TestType> dcoo(to_coo(a), e);
-    auto const epi = epilogue_challenge<float>(-0.25f, 16.f);
+    auto const epi = epilogue_capped_relu<float>(-0.25f, 16.f);
     auto bits = [&](auto& plan) {
       auto dc = sentinel_c<TestType>(a.rows(), n, n, e);
       plan.run(e, db.cview(), dc.view(), epi);

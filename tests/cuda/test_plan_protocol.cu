@@ -69,7 +69,7 @@ template <class Exec>
 void check_product(Exec exec) {
   auto const w = random_w(300, 170, 0.05, 17u);
   auto const a = random_a(61, 300, 18u);
-  auto const epi = epilogue_challenge<float>(-1.f, 6.f);
+  auto const epi = epilogue_capped_relu<float>(-1.f, 6.f);
   auto const c = product(exec, a, w, epi);
   // The reference loop, written out: k ascending, epilogue per element.
   for (std::int64_t i = 0; i < a.rows(); ++i)
@@ -110,7 +110,7 @@ TEST_CASE("dense_sparse_plan: caller-supplied workspace, two streams, destroyed 
   std::int64_t const m = 700, k = 512, n = 384;
   auto const w = random_w(static_cast<std::int32_t>(k), static_cast<std::int32_t>(n), 0.04, 5u);
   auto const a = random_a(m, k, 6u, 0.5);
-  auto const epi = epilogue_challenge<float>(-1.f, 8.f);
+  auto const epi = epilogue_capped_relu<float>(-1.f, 8.f);
   dense_matrix<float> ref(m, n);
   ops::spmm_dense_sparse(host_exec{}, policy::csc_gather<>{}, a.view(), w.view(), ref.view(), epi);
   auto da = to_device(a, ea);
@@ -178,7 +178,7 @@ TEST_CASE("dense_sparse_plan: every policy, every row or listed rows, against th
   std::int64_t const m = 45, k = 200, n = 130;
   auto const w = random_w(static_cast<std::int32_t>(k), static_cast<std::int32_t>(n), 0.08, 9u);
   auto const a = random_a(m, k, 10u, 0.4);
-  auto const epi = epilogue_challenge<float>(-1.f, 8.f);
+  auto const epi = epilogue_capped_relu<float>(-1.f, 8.f);
   dense_matrix<float> ref(m, n);
   ops::spmm_dense_sparse(host_exec{}, policy::csc_gather<>{}, a.view(), w.view(), ref.view(), epi);
   auto da = to_device(a, e);

@@ -1,5 +1,5 @@
-// The plan protocol of core/plan.hpp on the SpMM and row-skip plans (ops/spmm.cuh,
-// ops/row_skip.cuh): can_implement says why and the constructor throws the same reason; a plan
+// The plan protocol of core/plan.hpp on the SpMM and row-skip plans (linear/op/spmm.cuh,
+// linear/op/row_skip.cuh): can_implement says why and the constructor throws the same reason; a plan
 // destroyed right after a run on a stream other than its own still gives the right result
 // (compute-sanitizer memcheck would report a use after free); caller-supplied workspace for
 // the plans whose scratch is not plan data (nnz-split carries, the row-skip CUB scratch).
@@ -104,7 +104,7 @@ TEST_CASE("spmm plans: a plan destroyed right after a run on another stream", "[
   std::int64_t const n = 96;
   auto const a = random_a(m, k, 0.05, 21u);
   auto const b = random_b(k, n, 22u);
-  auto const epi = epilogue_challenge<float>(-1.f, 8.f);
+  auto const epi = epilogue_capped_relu<float>(-1.f, 8.f);
   dense_matrix<float> ref(m, n);
   ops::spmm(host_exec{}, policy::csr_row_split<>{}, a.view(), b.view(), ref.view(), epi);
   auto da = to_device(a, ea);
@@ -161,7 +161,7 @@ TEST_CASE("spmm and row-skip plans: caller-supplied workspace", "[cuda][plan]") 
   std::int64_t const n = 64;
   auto const a = random_a(m, k, 0.06, 31u);
   auto const b = random_b(k, n, 32u);
-  auto const epi = epilogue_challenge<float>(-1.f, 8.f);
+  auto const epi = epilogue_capped_relu<float>(-1.f, 8.f);
   dense_matrix<float> ref(m, n);
   ops::spmm(host_exec{}, policy::csr_row_split<>{}, a.view(), b.view(), ref.view(), epi);
   auto da = to_device(a, ea);

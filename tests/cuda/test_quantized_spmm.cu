@@ -1,5 +1,5 @@
-// Device products with quantized CSR weights (ops/quantized_spmm.cuh, kernels/spmm_quantized.cuh)
-// against the host references (ops/quantized_spmm.hpp):
+// Device products with quantized CSR weights (linear/op/quantized_spmm.cuh, linear/kernel/spmm_quantized.cuh)
+// against the host references (linear/op/quantized_spmm.hpp):
 //  - dense x sparse Y = epi(X * W): bitwise equal (same order, zero inputs skipped, one rounding
 //    per product and per add) for int8 per layer / per channel, symmetric / asymmetric, a
 //    clipped variant, and codebook4; on seeded random non-integer data (X with zeros and
@@ -17,8 +17,8 @@
 #include "sdnn_spmm_fixtures.hpp"
 
 #include <sdnn/formats/quantized.hpp>
-#include <sdnn/ops/quantized_spmm.cuh>
-#include <sdnn/ops/quantized_spmm.hpp>
+#include <sdnn/linear/op/quantized_spmm.cuh>
+#include <sdnn/linear/op/quantized_spmm.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -1,8 +1,8 @@
 // The device RadiX-Net generator against the host generator, entry by entry.
 #include "sdnn_gpu_test.cuh"
 
-#include <sdnn/kernels/radixnet.cuh>
-#include <sdnn/data/radixnet.hpp>
+#include <sdnn/challenge/kernel/radixnet.cuh>
+#include <sdnn/challenge/radixnet.hpp>
 
 #include <cstdint>
 #include <vector>

@@ -9,17 +9,17 @@
 
 #include <cuda_fp16.h>
 
-#include <sdnn/data/challenge_inputs.hpp>
-#include <sdnn/kernels/radixnet.cuh>
-#include <sdnn/data/radixnet.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
+#include <sdnn/challenge/inputs.hpp>
+#include <sdnn/challenge/kernel/radixnet.cuh>
+#include <sdnn/challenge/radixnet.hpp>
+#include <sdnn/challenge/tsv.hpp>
 #include <sdnn/io/mnist_idx.hpp>
-#include <sdnn/kernels/spmm_dense_csc.cuh>
-#include <sdnn/layers/sparse_linear.cuh>
-#include <sdnn/pipeline/challenge.cuh>
+#include <sdnn/linear/kernel/spmm_dense_csc.cuh>
+#include <sdnn/linear/sparse_linear.cuh>
+#include <sdnn/challenge/pipeline.cuh>
 #include <sdnn/pipeline/sequential.cuh>
-#include <sdnn/reference/challenge.hpp>
-#include <sdnn/reference/spmm.hpp>
+#include <sdnn/challenge/reference.hpp>
+#include <sdnn/linear/reference/spmm.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -103,7 +103,7 @@ void check_dense_csc(std::int32_t rows, std::int32_t k, std::int32_t n, double k
   for (std::int32_t r = 0; r < rows; ++r)
     if (std::uniform_real_distribution<double>(0, 1)(g) < keep_fraction) list.push_back(r);
   bool const use_list = keep_fraction < 1.0;
-  auto const epi = epilogue_challenge<float>(-1.f, 32.f);
+  auto const epi = epilogue_capped_relu<float>(-1.f, 32.f);
 
   host_buffer<T> a_h(static_cast<std::size_t>(rows) * k);
   for (std::size_t i = 0; i < a_h.size(); ++i) a_h[i] = value_cast<T>(ad.data()[i]);
@@ -191,10 +191,10 @@ pipeline::challenge_result run_device(std::vector<csr_matrix<float, std::int32_t
       std::copy(ws[l].row_ptr().begin(), ws[l].row_ptr().end(), w.row_ptr().begin());
       std::copy(ws[l].col_idx().begin(), ws[l].col_idx().end(), w.col_idx().begin());
       std::copy(ws[l].values().begin(), ws[l].values().end(), w.values().begin());
-      layers.push_back(std::make_shared<layer_of<Policy>>(std::move(w), epilogue_challenge<float>(bias)));
+      layers.push_back(std::make_shared<layer_of<Policy>>(std::move(w), epilogue_capped_relu<float>(bias)));
     } else {
       auto d = upload<float>(ws[l], exec);
-      layers.push_back(std::make_shared<layer_of<Policy>>(d, epilogue_challenge<float>(bias), exec));
+      layers.push_back(std::make_shared<layer_of<Policy>>(d, epilogue_capped_relu<float>(bias), exec));
     }
   }
   pipeline::challenge_network<Policy> net(layers);
@@ -275,7 +275,7 @@ TEST_CASE("dense_csc_spmm with all rows dead writes nothing", "[cuda][sparse_lin
   buffer<std::int32_t, device_space> list(64, exec), cnt(1, exec);
   SDNN_CUDA_CHECK(cudaMemsetAsync(cnt.data(), 0, sizeof(std::int32_t), exec.stream));
   kernels::dense_csc_spmm(dense_view<float const>{64, 64, 64, a.data()}, bt.view(), dense_view<float>{64, 64, 64, c.data()},
-                          epilogue_challenge<float>(-0.3f), list.data(), cnt.data(), 64, exec);
+                          epilogue_capped_relu<float>(-0.3f), list.data(), cnt.data(), 64, exec);
   auto out = sdnn_test::to_vector(c, exec.stream);
   for (float v : out) REQUIRE(v == 5.f);
 }
@@ -288,7 +288,7 @@ TEST_CASE("sparse_linear device policies and sequential match the host layer", "
   auto x = to_dense_host(random_csr(batch, n0, 0.2, 1u, 0.3));
   std::vector<float> bias(n2);
   for (std::int32_t j = 0; j < n2; ++j) bias[static_cast<std::size_t>(j)] = static_cast<float>(j % 3) - 1.f;
-  auto e1 = epilogue_challenge<float>(-2.f);
+  auto e1 = epilogue_capped_relu<float>(-2.f);
   auto e2 = epilogue_relu<float>(bias.data());  // bias on zeros: no row may be skipped
   sequential<float> host_seq;
   host_seq.add(std::make_shared<layers::sparse_linear<float>>(random_csr(n0, n1, 0.1, 2u), e1));
@@ -347,7 +347,7 @@ TEST_CASE("challenge_network: every policy on the official 1024 x 120 network, f
   std::vector<std::shared_ptr<layer_of<policy::sparse_linear_default>>> layers;
   for (int l = 0; l < 120; ++l)
     layers.push_back(std::make_shared<layer_of<policy::sparse_linear_default>>(data::official_1024_layer_device(l, exec),
-                                                                               epilogue_challenge<float>(-0.3f), exec));
+                                                                               epilogue_capped_relu<float>(-0.3f), exec));
   pipeline::challenge_network<> net(layers);
   net.plan(images.rows(), exec);
   auto in_d = upload<float>(images, exec);

@@ -1,5 +1,5 @@
 // Index types and maximum indices for every sparse-product policy, on the device against
-// the host reference (reference/spmm.hpp), exactly (small-integer data; see
+// the host reference (linear/reference/spmm.hpp), exactly (small-integer data; see
 // tests/common/sdnn_spmm_fixtures.hpp for why float compares with == and __half within
 // one half ulp).
 //
@@ -29,14 +29,14 @@
 //   test_vendor_cusparse.cu); it takes no Index either.
 // Which refuse int64: dense x sparse (ops::spmm_dense_sparse / ops::dense_sparse_plan on
 // cuda_exec, every policy) takes W with 32-bit indices only; an int64 W stops compilation with
-// a static_assert in ops/dense_sparse.cuh ("W must have 32-bit indices"), so it cannot be a
+// a static_assert in linear/op/dense_sparse.cuh ("W must have 32-bit indices"), so it cannot be a
 // run-time test here; its maximum-index cases run with int32 below.
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_spmm_fixtures.hpp"
 
 #include <sdnn/sdnn.hpp>
-#include <sdnn/ops/spmm.cuh>
-#include <sdnn/ops/dense_sparse.cuh>
+#include <sdnn/linear/op/spmm.cuh>
+#include <sdnn/linear/op/dense_sparse.cuh>
 
 #include <algorithm>
 #include <cstdint>
@@ -145,7 +145,7 @@ void check_all_policies(std::string const& shape, csr_matrix<float, Index> const
     check_policy<T, policy::csr_staged_b<32, 64>>(tag + "csr_staged_b<32,64>", ha, dv, b, db, eps, e);
     if constexpr (std::is_same_v<T, float>)
       check_policy<T, policy::csr_panels<16, 64, 1>>(tag + "csr_panels<16,64,1>", ha, dv, b, db, eps, e);
-    else  // __half: 16 rows x 8 accumulators would spill (ops/spmm.cuh)
+    else  // __half: 16 rows x 8 accumulators would spill (linear/op/spmm.cuh)
       check_policy<T, policy::csr_panels<8, 64, 1>>(tag + "csr_panels<8,64,1>", ha, dv, b, db, eps, e);
     check_policy<T, policy::csr_nnz_balanced<>>(tag + "csr_nnz_balanced", ha, dv, b, db, eps, e);
     check_policy<T, policy::skip_empty_rows_mask<policy::csr_row_split<>>>(tag + "skip_empty_rows_mask", ha, dv, b,

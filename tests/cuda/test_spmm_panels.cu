@@ -1,4 +1,4 @@
-// Device tests of policy::csr_panels (kernels/spmm_csr_panels.cuh) against the host
+// Device tests of policy::csr_panels (linear/kernel/spmm_csr_panels.cuh) against the host
 // reference: the panel build (every nonzero lands in its segment once, sentinels, offsets)
 // is checked through the product on seeded random small-integer data, so float compares
 // exactly. The cases hit the kernel's separate paths: chunks whose entries exceed the
@@ -9,7 +9,7 @@
 #include "sdnn_spmm_fixtures.hpp"
 
 #include <sdnn/sdnn.hpp>
-#include <sdnn/ops/spmm.cuh>
+#include <sdnn/linear/op/spmm.cuh>
 
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
-// Device training primitives (ops/train.cuh, kernels/train.cuh) against the host reference
-// (reference/train.hpp, ops/train.hpp) on seeded random inputs and edge cases (no rows, one
+// Device training primitives (train/op/backward.cuh, train/kernel/backward.cuh) against the host reference
+// (train/reference/backward.hpp, train/op/backward.hpp) on seeded random inputs and edge cases (no rows, one
 // element, empty rows and columns of W, nnz = 0, padded leading dimensions), in float and
 // double, plus a finite-difference check of a whole layer + softmax cross-entropy backward.
 //
@@ -13,10 +13,10 @@
 #include "sdnn_gpu_test.cuh"
 
 #include <sdnn/formats/copy.cuh>
-#include <sdnn/ops/train.cuh>
-#include <sdnn/ops/train.hpp>
-#include <sdnn/reference/spmm.hpp>
-#include <sdnn/reference/train.hpp>
+#include <sdnn/train/op/backward.cuh>
+#include <sdnn/train/op/backward.hpp>
+#include <sdnn/linear/reference/spmm.hpp>
+#include <sdnn/train/reference/backward.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -209,7 +209,7 @@ basic_epilogue<Acc> make_epi(int mode, Acc const* bias) {
       e.bias_scalar = Acc(0.05);
       return e;
     }
-    default: return epilogue_challenge<Acc>(Acc(-0.1), Acc(0.5));  // bias only where P != 0
+    default: return epilogue_capped_relu<Acc>(Acc(-0.1), Acc(0.5));  // bias only where P != 0
   }
 }
 constexpr int epi_modes = 4;

@@ -1,5 +1,5 @@
-// Device tests of every cuSPARSE SpMM algorithm sdnn exposes (vendor/cusparse.cuh,
-// vendor/cusparse_blocked_ell.cuh) against the host reference (reference/spmm.hpp):
+// Device tests of every cuSPARSE SpMM algorithm sdnn exposes (linear/vendor/cusparse.cuh,
+// linear/vendor/cusparse_blocked_ell.cuh) against the host reference (linear/reference/spmm.hpp):
 //   CSR:         ALG_DEFAULT, CSR_ALG1, CSR_ALG2, CSR_ALG3
 //   COO:         ALG_DEFAULT, COO_ALG1, COO_ALG2, COO_ALG3, COO_ALG4
 //   tiled-dense: BLOCKED_ELL_ALG1 (and ALG_DEFAULT, which is ALG1 for Blocked-ELL)
@@ -20,8 +20,8 @@
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/formats/convert.hpp>
-#include <sdnn/ops/spmm.cuh>
-#include <sdnn/reference/spmm.hpp>
+#include <sdnn/linear/op/spmm.cuh>
+#include <sdnn/linear/reference/spmm.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -154,7 +154,7 @@ void run_sparse_case(csr_case const& cs, std::uint32_t seed, cuda_exec e) {
 using blocked_ell = policy::cusparse_spmm<cusparse_alg::blocked_ell_alg1>;
 
 // What the plan's Blocked-ELL arrays must hold for tiled matrix t (see the header comment
-// of vendor/cusparse_blocked_ell.cuh), built with plain loops.
+// of linear/vendor/cusparse_blocked_ell.cuh), built with plain loops.
 struct ell_layout {
   std::int64_t ell_cols = 0;
   std::vector<std::int32_t> col;

@@ -8,10 +8,10 @@
 #include "sdnn_spmm_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
-#include <sdnn/ops/convert.cuh>
-#include <sdnn/reference/spmm.hpp>
-#include <sdnn/vendor/cublas.cuh>
-#include <sdnn/vendor/cusparse.cuh>
+#include <sdnn/formats/convert.cuh>
+#include <sdnn/linear/reference/spmm.hpp>
+#include <sdnn/linear/vendor/cublas.cuh>
+#include <sdnn/linear/vendor/cusparse.cuh>
 
 #include <cstdint>
 #include <string>

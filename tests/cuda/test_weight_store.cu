@@ -4,12 +4,12 @@
 // another address); budgets that force streaming, budgets too small, and a failed upload.
 #include "sdnn_gpu_test.cuh"
 
-#include <sdnn/data/challenge_inputs.hpp>
-#include <sdnn/data/radixnet.hpp>
+#include <sdnn/challenge/inputs.hpp>
+#include <sdnn/challenge/radixnet.hpp>
 #include <sdnn/formats/copy.cuh>
 #include <sdnn/io/mnist_idx.hpp>
-#include <sdnn/layers/sparse_linear.cuh>
-#include <sdnn/pipeline/challenge.cuh>
+#include <sdnn/linear/sparse_linear.cuh>
+#include <sdnn/challenge/pipeline.cuh>
 #include <sdnn/pipeline/weight_store.cuh>
 
 #include <cstdint>
@@ -34,7 +34,7 @@ std::vector<std::shared_ptr<ws_layer<Policy>>> host_layers(std::vector<csr_matri
     std::copy(w.row_ptr().begin(), w.row_ptr().end(), c.row_ptr().begin());
     std::copy(w.col_idx().begin(), w.col_idx().end(), c.col_idx().begin());
     std::copy(w.values().begin(), w.values().end(), c.values().begin());
-    layers.push_back(std::make_shared<ws_layer<Policy>>(std::move(c), epilogue_challenge<float>(bias)));
+    layers.push_back(std::make_shared<ws_layer<Policy>>(std::move(c), epilogue_capped_relu<float>(bias)));
   }
   return layers;
 }
@@ -196,7 +196,7 @@ TEST_CASE("weight_store: a budget too small for two slots is an sdnn::error nami
   REQUIRE_THROWS_AS(vnet.plan(10, exec, opt), sdnn::error);
   // layers built from device weights have nothing on the host to stream
   std::vector<std::shared_ptr<ws_layer<P>>> dl;
-  for (auto const& w : ws) dl.push_back(std::make_shared<ws_layer<P>>(to_device(w, exec), epilogue_challenge<float>(-0.3f), exec));
+  for (auto const& w : ws) dl.push_back(std::make_shared<ws_layer<P>>(to_device(w, exec), epilogue_capped_relu<float>(-0.3f), exec));
   pipeline::challenge_network<P> dnet(dl);
   REQUIRE_THROWS_AS(dnet.plan(10, exec, opt), sdnn::error);
 }
@@ -226,7 +226,7 @@ TEST_CASE("weight_store: a failed upload is an sdnn::cuda_error, not a hang; the
     for (std::int32_t p = x.row_ptr()[r]; p < x.row_ptr()[r + 1]; ++p) xd(r, x.col_idx()[p]) = x.values()[p];
   buffer<float, device_space> y[2] = {to_device(xd.data(), xd.size(), exec),
                                       buffer<float, device_space>(xd.size(), exec)};
-  basic_epilogue<float> epi = epilogue_challenge<float>(0.f);
+  basic_epilogue<float> epi = epilogue_capped_relu<float>(0.f);
   epi.bias_scalar = 0;
   auto pass = [&] {
     store.begin_pass(exec);

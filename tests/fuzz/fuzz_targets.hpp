@@ -13,7 +13,7 @@
 #pragma once
 
 #include <sdnn/core/error.hpp>
-#include <sdnn/formats/conv_weights.hpp>
+#include <sdnn/conv/weights.hpp>
 #include <sdnn/formats/convert.hpp>
 #include <sdnn/formats/coo.hpp>
 #include <sdnn/formats/csc_tiles.hpp>
@@ -22,7 +22,7 @@
 #include <sdnn/formats/ell.hpp>
 #include <sdnn/formats/stats.hpp>
 #include <sdnn/formats/tiled_dense.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
+#include <sdnn/challenge/tsv.hpp>
 #include <sdnn/io/file_stream.hpp>
 #include <sdnn/io/matrix_market.hpp>
 #include <sdnn/io/mnist_idx.hpp>

@@ -1,5 +1,5 @@
-// The depth-first engine's layer layout (ops/challenge_engine_layout.hpp), checked without a
-// GPU: a host emulation of kernels/challenge_engine.cuh walks each row through the layout the
+// The depth-first engine's layer layout (challenge/engine_layout_build.hpp), checked without a
+// GPU: a host emulation of challenge/kernel/engine.cuh walks each row through the layout the
 // plan uploads (the same classes, terms, order, arithmetic, retirement and zero-input rules)
 // and must give the host reference's categories and bitwise final activations, for every
 // combination of the proofs and term encodings, for the streaming build on several threads,
@@ -8,10 +8,10 @@
 #include "sdnn_engine_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
-#include <sdnn/data/radixnet.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
-#include <sdnn/ops/challenge_engine_layout.hpp>
-#include <sdnn/reference/challenge.hpp>
+#include <sdnn/challenge/radixnet.hpp>
+#include <sdnn/challenge/tsv.hpp>
+#include <sdnn/challenge/engine_layout_build.hpp>
+#include <sdnn/challenge/reference.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -38,7 +38,7 @@ struct emulated {
 
 // kernels::detail::challenge_engine_kernel, one row at a time.
 emulated emulate(ops::challenge_engine_layout const& lay, matrix const& in, float bias, float cap) {
-  auto const epi = epilogue_challenge<float>(bias, cap);
+  auto const epi = epilogue_capped_relu<float>(bias, cap);
   auto const n = static_cast<std::int32_t>(lay.n);
   std::int32_t const L = lay.layers();
   emulated out;

@@ -3,8 +3,8 @@
 #include "sdnn_catch.hpp"
 #include "sdnn_test_util.hpp"
 
-#include <sdnn/data/challenge_inputs.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
+#include <sdnn/challenge/inputs.hpp>
+#include <sdnn/challenge/tsv.hpp>
 #include <sdnn/io/mnist_idx.hpp>
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 #include "sdnn_catch.hpp"
 #include "sdnn_test_util.hpp"
 
-#include <sdnn/data/radixnet.hpp>
+#include <sdnn/challenge/radixnet.hpp>
 
 #include <algorithm>
 #include <cstdint>

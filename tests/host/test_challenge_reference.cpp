@@ -4,10 +4,10 @@
 #include "sdnn_catch.hpp"
 #include "sdnn_test_util.hpp"
 
-#include <sdnn/data/radixnet.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
+#include <sdnn/challenge/radixnet.hpp>
+#include <sdnn/challenge/tsv.hpp>
 #include <sdnn/io/file_stream.hpp>
-#include <sdnn/reference/challenge.hpp>
+#include <sdnn/challenge/reference.hpp>
 
 #include <chrono>
 #include <string>

@@ -1,17 +1,17 @@
-// Plan-time structure proofs of issue 10 (ops/challenge_structure.hpp) on the official and
+// Plan-time structure proofs of issue 10 (challenge/structure.hpp) on the official and
 // generated RadiX-Net networks, on networks built to break each proof, the soundness of the
 // retirement rule against the host reference, and the distinct benchmark inputs
-// (data/distinct_inputs.hpp).
+// (challenge/distinct_inputs.hpp).
 #include "sdnn_catch.hpp"
 #include "sdnn_test_util.hpp"
 
-#include <sdnn/data/challenge_inputs.hpp>
-#include <sdnn/data/distinct_inputs.hpp>
-#include <sdnn/data/radixnet.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
+#include <sdnn/challenge/inputs.hpp>
+#include <sdnn/challenge/distinct_inputs.hpp>
+#include <sdnn/challenge/radixnet.hpp>
+#include <sdnn/challenge/tsv.hpp>
 #include <sdnn/io/mnist_idx.hpp>
-#include <sdnn/ops/challenge_structure.hpp>
-#include <sdnn/reference/challenge.hpp>
+#include <sdnn/challenge/structure.hpp>
+#include <sdnn/challenge/reference.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -289,7 +289,7 @@ TEST_CASE("challenge structure: the proof uses the exact epilogue at the thresho
   // Z + bias exactly the cap (float 32.3f - 0.3f rounds to exactly 32? checked both ways against the
   // epilogue itself, so the proof and the reference cannot disagree).
   float const w = 32.3f / 32.f;
-  bool const holds = epilogue_challenge<float>(-0.3f, 32.f)(32.f * w, 0) == 32.f;
+  bool const holds = epilogue_capped_relu<float>(-0.3f, 32.f)(32.f * w, 0) == 32.f;
   REQUIRE(challenge::prove_layer_saturation(one(w), -0.3f, 32.f).fixed == holds);
   auto const out = reference::challenge_layer(all_cap_rows(1, 1, 32.f), one(w), -0.3f, 32.f);
   REQUIRE(all_cap_row(out, 0, 32.f) == holds);
@@ -395,7 +395,7 @@ TEST_CASE("challenge structure: binary inputs and the order-free first layer", "
   REQUIRE(challenge::prove_sparse_first_layer(w).status.ok());
   auto const y = random_binary(30, 1024, 0.12, 11);
   auto const ref = reference::challenge_layer(y, w, -0.3f, 32.f);
-  auto const ep = epilogue_challenge<float>(-0.3f, 32.f);
+  auto const ep = epilogue_capped_relu<float>(-0.3f, 32.f);
   std::mt19937 g(3);
   for (std::int32_t i = 0; i < y.rows(); ++i) {
     std::vector<std::vector<float>> terms(1024);

@@ -325,7 +325,7 @@ TEST_CASE("cli: input and output paths are checked before any work", "[cli]") {
 }
 
 TEST_CASE("cli: strip_location drops sdnn's ' [file:line]' and nothing else", "[cli]") {
-  CHECK(cli::strip_location("io: 'x.tsv' line 3: bad [/src/include/sdnn/io/challenge_tsv.hpp:64]") ==
+  CHECK(cli::strip_location("io: 'x.tsv' line 3: bad [/src/include/sdnn/challenge/tsv.hpp:64]") ==
         "io: 'x.tsv' line 3: bad");
   CHECK(cli::strip_location("no location here") == "no location here");
   CHECK(cli::strip_location("a list [1, 2]") == "a list [1, 2]");

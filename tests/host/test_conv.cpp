@@ -6,11 +6,11 @@
 #include "sdnn_catch.hpp"
 #include "sdnn_conv_fixtures.hpp"
 
-#include <sdnn/formats/conv_shape.hpp>
-#include <sdnn/formats/conv_weights.hpp>
-#include <sdnn/ops/conv.hpp>
-#include <sdnn/ops/prune.hpp>
-#include <sdnn/reference/conv.hpp>
+#include <sdnn/conv/shape.hpp>
+#include <sdnn/conv/weights.hpp>
+#include <sdnn/conv/op/direct_sparse.hpp>
+#include <sdnn/train/op/prune_uniform.hpp>
+#include <sdnn/conv/reference/convolution.hpp>
 
 #include <algorithm>
 #include <cmath>

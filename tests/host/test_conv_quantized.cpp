@@ -1,15 +1,15 @@
-// Quantized direct sparse convolution weights (formats/quantized_conv.hpp) and their host
-// reference (reference/conv_quantized.hpp): quantize / dequantize round trips (int8 within
+// Quantized direct sparse convolution weights (conv/quantized_weights.hpp) and their host
+// reference (conv/reference/quantized.hpp): quantize / dequantize round trips (int8 within
 // scale / 2 per group = output channel, zeros exact; codebook4 values are nearest codebook
 // entries), layout kept (shape, nnz per channel, offsets), footprints, bad input errors, and
 // the reference equal to the float reference on the dequantized weights bit for bit.
 #include "sdnn_catch.hpp"
 
-#include <sdnn/formats/conv_weights.hpp>
-#include <sdnn/formats/quantized_conv.hpp>
-#include <sdnn/ops/prune.hpp>
-#include <sdnn/reference/conv.hpp>
-#include <sdnn/reference/conv_quantized.hpp>
+#include <sdnn/conv/weights.hpp>
+#include <sdnn/conv/quantized_weights.hpp>
+#include <sdnn/train/op/prune_uniform.hpp>
+#include <sdnn/conv/reference/convolution.hpp>
+#include <sdnn/conv/reference/quantized.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -11,7 +11,7 @@
 #include <sdnn/dist/partition.hpp>
 #include <sdnn/dist/signature.hpp>
 #include <sdnn/dist/timing.hpp>
-#include <sdnn/reference/challenge.hpp>
+#include <sdnn/challenge/reference.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -219,9 +219,9 @@ TEST_CASE("dist::hasher: streaming equals one call; hash_csr sees sizes, structu
   REQUIRE(dist::hash_csr(a.view()) != dist::hash_csr(wider.view()));
 }
 
-TEST_CASE("dist::challenge_signature: any change to the network, bias, cap or input count shows", "[dist]") {
+TEST_CASE("dist::network_signature: any change to the network, bias, cap or input count shows", "[dist]") {
   auto prob = sdnn_test::make_dist_problem(10);
-  auto const base = dist::challenge_signature(prob.layers, prob.bias, prob.cap, 10);
+  auto const base = dist::network_signature(prob.layers, prob.bias, prob.cap, 10);
   auto const& f = base.fields();
   REQUIRE(f.size() == 7);
   std::vector<std::string> names;
@@ -238,16 +238,16 @@ TEST_CASE("dist::challenge_signature: any change to the network, bias, cap or in
     for (auto const& x : s.fields()) v.push_back(x.value);
     return v;
   };
-  REQUIRE(values(dist::challenge_signature(prob.layers, prob.bias, prob.cap, 10)) == values(base));
-  REQUIRE(values(dist::challenge_signature(prob.layers, -0.3f, prob.cap, 10))[4] != f[4].value);
-  REQUIRE(values(dist::challenge_signature(prob.layers, prob.bias, 16.f, 10))[5] != f[5].value);
-  REQUIRE(values(dist::challenge_signature(prob.layers, prob.bias, prob.cap, 11))[6] == 11);
+  REQUIRE(values(dist::network_signature(prob.layers, prob.bias, prob.cap, 10)) == values(base));
+  REQUIRE(values(dist::network_signature(prob.layers, -0.3f, prob.cap, 10))[4] != f[4].value);
+  REQUIRE(values(dist::network_signature(prob.layers, prob.bias, 16.f, 10))[5] != f[5].value);
+  REQUIRE(values(dist::network_signature(prob.layers, prob.bias, prob.cap, 11))[6] == 11);
   prob.layers[17].values()[5] = 0.0625f * 2;  // one weight of one layer
-  auto const edited = values(dist::challenge_signature(prob.layers, prob.bias, prob.cap, 10));
+  auto const edited = values(dist::network_signature(prob.layers, prob.bias, prob.cap, 10));
   REQUIRE(edited[3] != f[3].value);
   REQUIRE(edited[2] == f[2].value);  // same sizes: only the hash sees it
   prob.layers.pop_back();
-  REQUIRE(values(dist::challenge_signature(prob.layers, prob.bias, prob.cap, 10))[0] == 23);
+  REQUIRE(values(dist::network_signature(prob.layers, prob.bias, prob.cap, 10))[0] == 23);
 
   dist::signature x, y;
   x.add_count("a", 1).add_hash("b", 2);

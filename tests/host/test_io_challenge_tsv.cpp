@@ -3,8 +3,8 @@
 #include "sdnn_catch.hpp"
 #include "sdnn_test_util.hpp"
 
-#include <sdnn/data/radixnet.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
+#include <sdnn/challenge/radixnet.hpp>
+#include <sdnn/challenge/tsv.hpp>
 #include <sdnn/io/file_stream.hpp>
 
 #include <algorithm>

@@ -9,7 +9,7 @@
 #include <sdnn/formats/ell.hpp>
 #include <sdnn/formats/stats.hpp>
 #include <sdnn/formats/tiled_dense.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
+#include <sdnn/challenge/tsv.hpp>
 #include <sdnn/io/file_stream.hpp>
 #include <sdnn/io/matrix_market.hpp>
 #include <sdnn/io/mnist_idx.hpp>

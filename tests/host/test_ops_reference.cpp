@@ -4,10 +4,10 @@
 #include "sdnn_catch.hpp"
 
 #include <sdnn/formats/convert.hpp>
-#include <sdnn/ops/gemm.hpp>
-#include <sdnn/ops/spmm.hpp>
-#include <sdnn/ops/dense_sparse.hpp>
-#include <sdnn/policies/automatic.hpp>
+#include <sdnn/linear/op/gemm.hpp>
+#include <sdnn/linear/op/spmm.hpp>
+#include <sdnn/linear/op/dense_sparse.hpp>
+#include <sdnn/linear/policy/automatic.hpp>
 #include <sdnn/sdnn.hpp>
 
 #include <string>
@@ -63,7 +63,7 @@ TEST_CASE("reference epilogues: bias per column, ReLU, cap, Graph Challenge rule
   // [[11-12, 14+1], [0-12, 0+1], [9-12, 12+1]] -> relu, cap 13
   REQUIRE(values(c) == std::vector<float>{0, 13, 0, 1, 0, 13});
   dense_matrix<float> g(3, 2);
-  ops::spmm(host_exec{}, policy::csr_row_split<>{}, a.view(), b.view(), g.view(), epilogue_challenge<float>(-10.f, 3.f));
+  ops::spmm(host_exec{}, policy::csr_row_split<>{}, a.view(), b.view(), g.view(), epilogue_capped_relu<float>(-10.f, 3.f));
   // bias only on nonzero products: row 1 stays 0.
   REQUIRE(values(g) == std::vector<float>{1, 3, 0, 0, 0, 2});
 }

@@ -1,13 +1,13 @@
 // Quantized CSR weights (formats/quantized.hpp) and their host products
-// (ops/quantized_spmm.hpp): the host half conversion, int8 linear quantization (per layer /
+// (linear/op/quantized_spmm.hpp): the host half conversion, int8 linear quantization (per layer /
 // per channel, symmetric / asymmetric, the three clip rules) within scale / 2, the 4-bit
 // codebook (nearest centroid, monotone k-means, packing), products equal to the products of
 // the dequantized float matrix bit for bit, and the footprint of each format.
 #include "sdnn_catch.hpp"
 
 #include <sdnn/formats/quantized.hpp>
-#include <sdnn/ops/quantized_spmm.hpp>
-#include <sdnn/reference/spmm.hpp>
+#include <sdnn/linear/op/quantized_spmm.hpp>
+#include <sdnn/linear/reference/spmm.hpp>
 
 #include <cmath>
 #include <cstdint>

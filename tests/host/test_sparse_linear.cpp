@@ -2,12 +2,12 @@
 // sdnn::reference (plain loops) and the official Graph Challenge truth.
 #include "sdnn_catch.hpp"
 
-#include <sdnn/data/radixnet.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
-#include <sdnn/layers/sparse_linear.hpp>
-#include <sdnn/pipeline/challenge.hpp>
+#include <sdnn/challenge/radixnet.hpp>
+#include <sdnn/challenge/tsv.hpp>
+#include <sdnn/linear/sparse_linear.hpp>
+#include <sdnn/challenge/pipeline.hpp>
 #include <sdnn/pipeline/sequential.hpp>
-#include <sdnn/reference/challenge.hpp>
+#include <sdnn/challenge/reference.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -47,7 +47,7 @@ using layer_t = layers::sparse_linear<float>;
 TEST_CASE("sparse_linear host: a hand-computed layer with the challenge rule", "[sparse_linear]") {
   // W (3 x 2): W(0,0) = 1, W(1,0) = 2, W(2,1) = 4.  Y = [[1, 1, 0], [0, 0, 0], [0, 0, 10]]
   auto w = make_csr<float, std::int32_t>(3, 2, {0, 1, 2, 3}, {0, 0, 1}, {1.f, 2.f, 4.f});
-  layer_t l(std::move(w), epilogue_challenge<float>(-1.f, 32.f));
+  layer_t l(std::move(w), epilogue_capped_relu<float>(-1.f, 32.f));
   dense_matrix<float> y(3, 3), z(3, 2);
   y(0, 0) = 1;
   y(0, 1) = 1;
@@ -84,7 +84,7 @@ TEST_CASE("sparse_linear host and sequential match reference::challenge_layer on
   sequential<float> seq;
   for (int l = 0; l < 4; ++l) {
     ws.push_back(random_csr(n, n, 0.05, seed * 10 + l));
-    seq.add(std::make_shared<layer_t>(random_csr(n, n, 0.05, seed * 10 + l), epilogue_challenge<float>(-2.f, 32.f)));
+    seq.add(std::make_shared<layer_t>(random_csr(n, n, 0.05, seed * 10 + l), epilogue_capped_relu<float>(-2.f, 32.f)));
   }
   auto ref = to_dense_host(reference::challenge_infer(y0, ws, -2.f, 32.f));
   auto x = to_dense_host(y0);
@@ -104,7 +104,7 @@ TEST_CASE("challenge_network host: official 1024 x 120, first 1200 images, equal
   std::vector<csr_matrix<float, std::int32_t>> ws;
   for (int l = 0; l < 120; ++l) {
     ws.push_back(data::official_1024_layer(l));
-    layers.push_back(std::make_shared<layer_t>(data::official_1024_layer(l), epilogue_challenge<float>(-0.3f)));
+    layers.push_back(std::make_shared<layer_t>(data::official_1024_layer(l), epilogue_capped_relu<float>(-0.3f)));
   }
   pipeline::challenge_network<> net(layers);
   REQUIRE(net.connections() == 120LL * 1024 * 32);

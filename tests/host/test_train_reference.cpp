@@ -1,12 +1,12 @@
-// The host training primitives (reference/train.hpp, ops/train.hpp): the backward pass of
+// The host training primitives (train/reference/backward.hpp, train/op/backward.hpp): the backward pass of
 // sparse_linear and its epilogue, softmax cross-entropy, SGD/momentum on a CSR pattern and
 // magnitude pruning of a CSR, each against central finite differences (double) on small
 // seeded random cases or hand-computed values, plus edge cases.
 #include "sdnn_catch.hpp"
 
-#include <sdnn/ops/train.hpp>
-#include <sdnn/reference/spmm.hpp>
-#include <sdnn/reference/train.hpp>
+#include <sdnn/train/op/backward.hpp>
+#include <sdnn/linear/reference/spmm.hpp>
+#include <sdnn/train/reference/backward.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -149,7 +149,7 @@ TEST_CASE("Graph Challenge epilogue backward: bias only where P != 0, gradient 0
   double dscalar = -1;
   dense_matrix<double> const& pc = p;
   dense_matrix<double> const& dyc = dy;
-  reference::epilogue_backward(pc.view(), dyc.view(), epilogue_challenge<double>(0.5, 2.0), dp.view(), nullptr,
+  reference::epilogue_backward(pc.view(), dyc.view(), epilogue_capped_relu<double>(0.5, 2.0), dp.view(), nullptr,
                                &dscalar);
   REQUIRE(dp(0, 0) == 0.0);
   REQUIRE(dp(0, 1) == 2.0);
@@ -163,7 +163,7 @@ TEST_CASE("Graph Challenge epilogue backward: bias only where P != 0, gradient 0
   c.x = random_dense(4, 6, 11);
   c.w = random_csr(6, 5, 0.7, 12, -1, /*empty_col=*/3);
   c.g = random_dense(4, 5, 13);
-  c.epi = epilogue_challenge<double>(0.2, 0.8);
+  c.epi = epilogue_capped_relu<double>(0.2, 0.8);
   check_against_fd(c);
   // The scalar bias gradient too.
   dense_matrix<double> p2(4, 5), dp2(4, 5);

@@ -1,13 +1,13 @@
-// Host tests of the tuning tables keyed by compute capability (policies/tuning.hpp) and
-// of the plan-time choices (policies/automatic.hpp) under each table: the lookup takes the
+// Host tests of the tuning tables keyed by compute capability (linear/policy/tuning.hpp) and
+// of the plan-time choices (linear/policy/automatic.hpp) under each table: the lookup takes the
 // newest measured architecture not newer than the GPU (sm_90 for 9.x and for the newer
 // 10.0 / 12.0 parts) and the conservative default below sm_90; the choices are the ones
 // the tables document.
 #include "sdnn_catch.hpp"
 
 #include <sdnn/core/arch.hpp>
-#include <sdnn/policies/automatic.hpp>
-#include <sdnn/policies/tuning.hpp>
+#include <sdnn/linear/policy/automatic.hpp>
+#include <sdnn/linear/policy/tuning.hpp>
 
 #include <string>
 

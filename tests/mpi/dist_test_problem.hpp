@@ -6,7 +6,7 @@
 // distributions), so every MPI rank builds the same problem.
 #pragma once
 
-#include <sdnn/data/radixnet.hpp>
+#include <sdnn/challenge/radixnet.hpp>
 #include <sdnn/formats/csr.hpp>
 
 #include <algorithm>

@@ -17,8 +17,8 @@
 #include "dist_test_problem.hpp"
 
 #include <sdnn/dist/mpi.hpp>
-#include <sdnn/io/challenge_tsv.hpp>
-#include <sdnn/reference/challenge.hpp>
+#include <sdnn/challenge/tsv.hpp>
+#include <sdnn/challenge/reference.hpp>
 
 #include <cstdint>
 #include <cstdio>
@@ -45,7 +45,7 @@ int failures = 0;
 std::vector<std::int64_t> distributed_categories(MPI_Comm comm, sdnn_test::dist_problem const& prob, bool by_nnz,
                                                  bool broadcast) {
   int const me = dmpi::rank(comm), ranks = dmpi::size(comm);
-  dmpi::check_agreement(comm, dist::challenge_signature(prob.layers, prob.bias, prob.cap, prob.inputs.rows())
+  dmpi::check_agreement(comm, dist::network_signature(prob.layers, prob.bias, prob.cap, prob.inputs.rows())
                                   .add_hash("inputs hash", dist::hash_csr(prob.inputs.view())));
   dist::partition p = by_nnz ? dist::nnz_partition(prob.inputs.view(), ranks)
                              : dist::block_partition(prob.inputs.rows(), ranks);

@@ -1,5 +1,5 @@
 // sdnn/core/arch.hpp - a GPU's compute capability as a plain host value (no CUDA headers),
-// the key of the tuning tables in policies/tuning.hpp. The device query that fills it for
+// the key of the tuning tables in linear/policy/tuning.hpp. The device query that fills it for
 // the current GPU is detail::current_arch() in core/cuda.cuh.
 #pragma once
 

@@ -41,7 +41,7 @@ inline int sm_count() {
 }
 
 // Compute capability of the current device (cached per device): the key of the tuning
-// tables (policies/tuning.hpp).
+// tables (linear/policy/tuning.hpp).
 inline arch current_arch() {
   int dev = 0;
   cuda_check(cudaGetDevice(&dev), "cudaGetDevice", __FILE__, __LINE__);

@@ -2,7 +2,7 @@
 //
 //   y = min(max(acc + bias, 0), cap)      with each stage optional:
 //   - bias: per output column (bias[col]) plus a scalar (bias_scalar);
-//     with bias_on_zero = false (the Graph Challenge rule) bias is added only where the
+//     with bias_on_zero = false bias is added only where the
 //     accumulated product is nonzero, and a zero product stays exactly zero;
 //   - relu: clamp below at 0;
 //   - cap: clamp above at cap (applied when has_cap).
@@ -53,9 +53,9 @@ constexpr basic_epilogue<Acc> epilogue_relu(Acc const* bias = nullptr) {
   e.relu = true;
   return e;
 }
-// The Sparse DNN Graph Challenge layer: bias only on nonzero products, ReLU, cap (YMAX 32).
+// Bias only on nonzero products, then ReLU and a cap (the Sparse DNN Graph Challenge's layer, cap 32).
 template <class Acc = float>
-constexpr basic_epilogue<Acc> epilogue_challenge(Acc bias, Acc cap = Acc(32)) {
+constexpr basic_epilogue<Acc> epilogue_capped_relu(Acc bias, Acc cap = Acc(32)) {
   basic_epilogue<Acc> e;
   e.bias_scalar = bias;
   e.bias_on_zero = false;

@@ -17,7 +17,7 @@
 //
 // Messages read "<library>: `<call>` failed: <STATUS_NAME> (<description>) [file:line]".
 // This header needs no CUDA headers: statuses are held as int; the *_CHECK macros that build
-// these exceptions live beside each library (core/cuda.cuh, vendor/*.cuh).
+// these exceptions live beside each library (core/cuda.cuh, linear/vendor/*.cuh, conv/vendor/*.cuh).
 // Destructors never throw: a failed release is reported on stderr (detail::report_release).
 #pragma once
 

@@ -9,7 +9,7 @@
 //
 //   int rc = dist::mpi::run_guarded(comm, "my_program", [&] {
 //     dist::mpi::collective_step(comm, "reading the network", [&] { layers = ...; y = ...; });
-//     dist::mpi::check_agreement(comm, dist::challenge_signature(layers, bias, cap, y.rows()));
+//     dist::mpi::check_agreement(comm, dist::network_signature(layers, bias, cap, y.rows()));
 //     auto const p = dist::block_partition(y.rows(), dist::mpi::size(comm));  // or nnz_partition
 //     auto const mine = p.range(dist::mpi::rank(comm));
 //     std::vector<std::int64_t> ids;

@@ -3,7 +3,7 @@
 //
 // A signature is an ordered list of named 64-bit fields: counts (layers, neurons, nonzeros,
 // inputs), float parameters (bias, cap: their bit patterns) and hashes of whole arrays.
-// challenge_signature(layers, bias, cap, inputs) is the Graph Challenge's: the number of
+// network_signature(layers, bias, cap, inputs) describes a sparse network run: the number of
 // layers, the neurons (rows of layer 0), the total weight nonzeros, one hash over every
 // layer's sizes, row_ptr, col_idx and values, bias and cap, and the number of inputs; add
 // "inputs hash" (hash_csr of Y) when every rank holds all the inputs. Any other program
@@ -169,9 +169,9 @@ inline std::string format_field(field_kind kind, std::uint64_t v) {
   return buf;
 }
 
-// The Graph Challenge problem: network, bias, cap and the number of inputs.
+// A sparse network run: its layers, bias, cap and the number of inputs.
 template <class T, class Index>
-signature challenge_signature(std::vector<csr_matrix<T, Index>> const& layers, float bias, float cap,
+signature network_signature(std::vector<csr_matrix<T, Index>> const& layers, float bias, float cap,
                               std::int64_t inputs) {
   hasher h;
   std::int64_t nnz = 0;

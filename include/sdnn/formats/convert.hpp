@@ -3,7 +3,7 @@
 // Naming: the result format is the function name and the source is the argument:
 //   to_csr(x), to_coo(x), to_ell(x[, width]), to_dense(x), to_tiled_dense(x[, tile_rows, tile_cols]),
 //   transpose(csr) -> csr (the CSC arrays of the input, read as a CSR of the transpose).
-// Each takes an optional trailing host_exec; the device versions (ops/convert.cuh)
+// Each takes an optional trailing host_exec; the device versions (formats/convert.cuh)
 // have the same names with a trailing cuda_exec. Where the source carries no index type
 // (dense, tiled-dense) the CSR/COO index type is the first template argument, default
 // int32_t: to_csr<std::int64_t>(dense).

@@ -1,6 +1,6 @@
 // sdnn/formats/csc_tiles.hpp - footprint tiles of a sparse matrix in CSC (B given as its
 // transpose bt, n x k CSR), the layout of the tiled dense x sparse product
-// (kernels/spmm_dense_csc.cuh, dense_csc_tiled_spmm):
+// (linear/kernel/spmm_dense_csc.cuh, dense_csc_tiled_spmm):
 //
 // Output columns with identical input lists are grouped (RadiX-Net challenge layers: 16
 // columns share each list of 32 inputs), and groups are packed into tiles of at most

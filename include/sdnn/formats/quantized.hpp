@@ -9,7 +9,7 @@
 //                                      even) into a 16-entry half-precision codebook (per layer).
 // decode(p, col) gives the float a stored value stands for; dequantize() builds the float CSR
 // of decoded values, so a product of the quantized matrix that decodes on the fly equals the
-// product of dequantize(q) bit for bit when both sum in the same order (ops/quantized_spmm.hpp).
+// product of dequantize(q) bit for bit when both sum in the same order (linear/op/quantized_spmm.hpp).
 //
 // int8 (linear, "fake-quant" convention):
 //   symmetric:  s = T / 127, z = 0, q = clamp(round(w / s), -127, 127), w' = s * q

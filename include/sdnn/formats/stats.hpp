@@ -1,7 +1,7 @@
 // sdnn/formats/stats.hpp - sparsity statistics of a matrix, the input of policy choice.
 //
 //   compute_stats(csr[, tile_rows, tile_cols])   host (this header)
-//   compute_stats(csr[, tile_rows, tile_cols], cuda_exec)   device (ops/stats.cuh)
+//   compute_stats(csr[, tile_rows, tile_cols], cuda_exec)   device (formats/stats.cuh)
 // Both reduce to the same integers (counts, sum of squared row lengths) and derive the
 // floating-point fields from them with the same host code (detail::finish_stats), so the
 // host and device results are equal, not merely close.

@@ -6,7 +6,7 @@
 // stream with no allocation and no synchronisation, in slices of at most `batch` rows (so
 // inputs larger than device memory allows are processed in batches).
 // Host and device backends share the call: forward(host_exec, ...) / forward(cuda_exec, ...).
-// The device members are defined in pipeline/sequential.cuh (see layers/sparse_linear.hpp for
+// The device members are defined in pipeline/sequential.cuh (see linear/sparse_linear.hpp for
 // the rule: one .cu of the program must include it; without CUDA they throw not_compiled).
 #pragma once
 

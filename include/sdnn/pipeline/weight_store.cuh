@@ -30,8 +30,8 @@
 #include "sdnn/core/memory.cuh"
 #include "sdnn/formats/convert.hpp"
 #include "sdnn/formats/csc_tiles.hpp"
-#include "sdnn/kernels/spmm_dense_csc.cuh"
-#include "sdnn/ops/dense_sparse.cuh"
+#include "sdnn/linear/kernel/spmm_dense_csc.cuh"
+#include "sdnn/linear/op/dense_sparse.cuh"
 #include "sdnn/pipeline/weight_store.hpp"
 
 namespace sdnn::pipeline {

@@ -1,0 +1,602 @@
+// sdnn/linear/op/spmm.cuh - cuda_exec implementations of ops::spmm and the reusable plans behind
+// them (the dense x sparse product Y * W is linear/op/dense_sparse.cuh).
+//
+// Every plan follows the protocol of core/plan.hpp:
+//   Plan::can_implement(a, b, c)          static; plan_status: ok, or why not (shapes only:
+//                                         b and c may have null data)
+//   Plan p(a, b, c, exec, opt = {})       checks (throws the same reason) and plans for the
+//                                         sparse A (a view the caller keeps alive; the plan
+//                                         copies what it re-sorts) and the shape of B and C
+//   p.workspace_bytes()                   scratch of run() that is not plan data
+//   p.run(exec, b, c, epi, ws = {})       const; C = epi(A * B) enqueued on exec.stream
+// run() never allocates, frees or synchronises, except where noted below. What each policy
+// prepares, and its workspace:
+//   csr_spmm_plan<Policy, T, Index>:
+//     csr_row_split<U, W>                    nothing to prepare; no workspace
+//     csr_staged_b<R, KC>                    nothing to prepare; no workspace
+//     csr_nnz_balanced<U, W>                 nnz-share cut (thrust::lower_bound), device;
+//                                            workspace: the float carry (2 rows of N per
+//                                            share), caller-suppliable
+//     csr_panels<RW, KC, U>                  A re-sorted into panels (cub radix sort), device;
+//                                            no workspace
+//     skip_empty_rows_mask<csr_row_split>    the CSR row_ptr is the mask: same kernel
+//     skip_empty_rows_compact<csr_row_split> live/empty partition of A (ops::row_skip_plan,
+//                                            plan data: A is static); its CUB scratch is
+//                                            only used at plan time; no workspace
+//     cusparse_spmm<Alg>                     descriptors + external buffer (vendor plan). The
+//                                            buffer is cuSPARSE's, owned by the vendor plan
+//                                            and not caller-suppliable (workspace_bytes() is 0):
+//                                            runs on different streams share it
+//     automatic                              copies A's structure to the host
+//                                            (SYNCHRONISES exec.stream at plan time),
+//                                            computes matrix_stats, picks with
+//                                            policy::choose_spmm and the tuning
+//                                            table of the current device, builds that plan;
+//                                            its workspace is the chosen plan's
+//   coo_spmm_plan:   coo_nnz_split<E, U> (workspace: the float carry, 2 rows of N per chunk,
+//                    caller-suppliable), cusparse_spmm<Alg> (as for CSR)
+//   ell_spmm_plan:   ell_row_split<U, W> (no workspace)
+//   tiled_spmm_plan: tiled_dense_spmm (no workspace), cusparse_spmm<blocked_ell_alg1>
+//                    (Blocked-ELL copy of A built on the device; SYNCHRONISES exec.stream once
+//                    at plan time; cuSPARSE's buffer as for CSR)
+// Streams (core/plan.hpp): every plan remembers the streams it ran on, so destroying it right
+// after a run on another stream is safe. Runs on different streams that share the plan's own
+// workspace (the nnz-split carry) race: give each stream its own workspace.
+// (dense x sparse: linear/op/dense_sparse.cuh)
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "sdnn/core/cuda.cuh"
+#include "sdnn/core/memory.cuh"
+#include "sdnn/core/plan.cuh"
+#include "sdnn/formats/stats.hpp"
+#include "sdnn/formats/convert.hpp"
+#include "sdnn/linear/op/row_skip.cuh"
+#include "sdnn/linear/kernel/spmm_coo.cuh"
+#include "sdnn/linear/kernel/spmm_csr.cuh"
+#include "sdnn/linear/kernel/spmm_csr_panels.cuh"
+#include "sdnn/linear/kernel/spmm_ell.cuh"
+#include "sdnn/linear/kernel/spmm_tiled.cuh"
+#include "sdnn/linear/op/spmm.hpp"
+#include "sdnn/linear/vendor/cusparse.cuh"
+#include "sdnn/linear/vendor/cusparse_blocked_ell.cuh"
+
+namespace sdnn::ops {
+
+namespace detail {
+// can_implement's shape checks (those of check_spmm_args but the data pointers: a plan is
+// made from shapes, the buffers come with each run).
+template <class T>
+plan_status spmm_shape_status(std::int64_t m, std::int64_t k, dense_view<T const> b, dense_view<T> c,
+                              char const* what) {
+  using std::to_string;
+  std::string const w = what;
+  if (m < 0 || k < 0 || b.rows < 0 || b.cols < 0 || c.rows < 0 || c.cols < 0)
+    return plan_status::failure(w + ": shapes must be non-negative");
+  if (b.rows != k)
+    return plan_status::failure(w + ": A is " + to_string(m) + " x " + to_string(k) + " but B has " +
+                                to_string(b.rows) + " rows (expected " + to_string(k) + ")");
+  if (c.rows != m || c.cols != b.cols)
+    return plan_status::failure(w + ": C must be " + to_string(m) + " x " + to_string(b.cols) + ", got " +
+                                to_string(c.rows) + " x " + to_string(c.cols));
+  if (b.ld < b.cols || c.ld < c.cols)
+    return plan_status::failure(w + ": leading dimensions must be >= cols, got " + to_string(b.ld) + ", " +
+                                to_string(c.ld));
+  return {};
+}
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------
+// CSR (sparse x dense)
+template <class Policy, class T, class Index>
+class csr_spmm_plan {
+  static_assert(::sdnn::detail::dependent_false<Policy, T>, "csr_spmm_plan: no CSR implementation for this policy");
+};
+
+template <int U, int W, bool X, class T, class Index>
+class csr_spmm_plan<policy::csr_row_split<U, W, X>, T, Index> {
+ public:
+  static plan_status can_implement(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
+    return detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(csr_row_split)");
+  }
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options = {})
+      : a_(sdnn::detail::implementable(can_implement(a, b, c), a)), runs_(exec) {}
+  std::size_t workspace_bytes() const noexcept { return 0; }
+  template <class Acc>
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
+           workspace = {}) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(csr_row_split)");
+    runs_.note(exec);
+    kernels::spmm_csr_row_split<U, W>(a_, b, c, epi, static_cast<Index const*>(nullptr),
+                                      static_cast<Index const*>(nullptr), a_.rows, X, exec);
+  }
+
+ private:
+  csr_view<T, Index> a_;
+  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+};
+
+template <int R, int KC, class T, class Index>
+class csr_spmm_plan<policy::csr_staged_b<R, KC>, T, Index> {
+ public:
+  static plan_status can_implement(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
+    auto st = detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(csr_staged_b)");
+    if (st && (a.rows + R - 1) / R > 65535)
+      return plan_status::failure("spmm(csr_staged_b): " + std::to_string(a.rows) + " rows need " +
+                                  std::to_string((a.rows + R - 1) / R) + " row blocks, more than the grid's 65535");
+    return st;
+  }
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options = {})
+      : a_(sdnn::detail::implementable(can_implement(a, b, c), a)), runs_(exec) {}
+  std::size_t workspace_bytes() const noexcept { return 0; }
+  template <class Acc>
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
+           workspace = {}) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(csr_staged_b)");
+    runs_.note(exec);
+    kernels::spmm_csr_staged_b<R, KC>(a_, b, c, epi, static_cast<Index const*>(nullptr),
+                                      static_cast<Index const*>(nullptr), a_.rows, exec);
+  }
+
+ private:
+  csr_view<T, Index> a_;
+  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+};
+
+// Panel order: A is re-sorted once here (device, stream-ordered, no host sync); run() is
+// one kernel with the epilogue fused.
+template <int RW, int KC, int U, class T, class Index>
+class csr_spmm_plan<policy::csr_panels<RW, KC, U>, T, Index> {
+ public:
+  static plan_status can_implement(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
+    auto st = detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(csr_panels)");
+    if (!st) return st;
+    std::int64_t const pw = kernels::detail::panel_warps;
+    std::int64_t const row_blocks = (a.rows + pw * RW - 1) / (pw * RW);
+    std::int64_t const segments = row_blocks * ((a.cols + KC - 1) / KC) * pw;
+    if (row_blocks > 65535)
+      return plan_status::failure("spmm(csr_panels): " + std::to_string(a.rows) + " rows need " +
+                                  std::to_string(row_blocks) + " row blocks, more than the grid's 65535");
+    if (static_cast<std::int64_t>(a.nnz) + segments >= (std::int64_t{1} << 31) - 1)
+      return plan_status::failure("spmm(csr_panels): " + std::to_string(a.nnz) + " nonzeros + " +
+                                  std::to_string(segments) + " segment sentinels exceed the 32-bit entry offsets");
+    return {};
+  }
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options = {})
+      : rows_(a.rows), cols_(a.cols),
+        p_(sdnn::detail::implementable(can_implement(a, b, c), a), RW, KC, U, exec), runs_(exec) {}
+  std::size_t workspace_bytes() const noexcept { return 0; }
+  template <class Acc>
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
+           workspace = {}) const {
+    detail::check_spmm_args(rows_, cols_, b, c, "spmm(csr_panels)");
+    runs_.note(exec);
+    kernels::spmm_csr_panels<RW, KC, U>(p_, b, c, epi, exec);
+  }
+
+ private:
+  std::int64_t rows_, cols_;
+  kernels::csr_panels p_;
+  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+};
+
+// The CSR mask form: row_ptr already says which rows are empty, and the row-split kernel
+// reads nothing of B for them (one epilogue store per empty row).
+template <class Inner, class T, class Index>
+class csr_spmm_plan<policy::skip_empty_rows_mask<Inner>, T, Index> : public csr_spmm_plan<Inner, T, Index> {
+  using csr_spmm_plan<Inner, T, Index>::csr_spmm_plan;
+};
+
+template <int U, int W, class T, class Index>
+class csr_spmm_plan<policy::csr_nnz_balanced<U, W>, T, Index> {
+ public:
+  static plan_status can_implement(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
+    return detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(csr_nnz_balanced)");
+  }
+  // Shares of at least 32 nonzeros, as many as fill the GPU once the column slabs
+  // multiply them (kernels::nnz_split_target_chunks); the carry (the workspace) is 2 rows of
+  // N floats per share, independent of M and nnz. Rows longer than a share are split.
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options opt = {})
+      : a_(sdnn::detail::implementable(can_implement(a, b, c), a)),
+        cut_(kernels::nnz_split_cut(a.nnz, kernels::nnz_split_target_chunks(b.cols, kernels::spmm_slab_columns<T, U>),
+                                    32)),
+        n_(b.cols), bounds_(static_cast<std::size_t>(cut_.chunks + 1), exec), runs_(exec) {
+    if (opt.own_workspace && workspace_bytes() > 0) own_ = buffer<unsigned char, device_space>(workspace_bytes(), exec);
+    if (a.rows > 0 && cut_.chunks > 0) kernels::csr_nnz_bounds(a, cut_.chunk, cut_.chunks, bounds_.data(), exec);
+  }
+  // The carry: every run writes all of it before reading (no initialisation needed).
+  std::size_t workspace_bytes() const noexcept {
+    return sdnn::detail::workspace_carver::bytes_of<float>(kernels::nnz_split_carry_elements(cut_.chunks, n_));
+  }
+  template <class Acc>
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
+           workspace ws = {}) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(csr_nnz_balanced)");
+    SDNN_EXPECTS(b.cols <= n_, "spmm(csr_nnz_balanced): the plan's carry was sized for ", n_,
+                 " columns, B has ", b.cols);
+    auto const w = sdnn::detail::plan_workspace(ws, own_, workspace_bytes(), "spmm(csr_nnz_balanced)");
+    runs_.note(exec);
+    kernels::spmm_csr_nnz_balanced<U, W>(a_, b, c, epi, bounds_.data(), cut_.chunk, cut_.chunks,
+                                         static_cast<float*>(w.data), exec);
+  }
+
+ private:
+  csr_view<T, Index> a_;
+  kernels::nnz_split_shape cut_;
+  std::int64_t n_;
+  buffer<Index, device_space> bounds_;
+  buffer<unsigned char, device_space> own_;  // the plan's own workspace (plan_options::own_workspace)
+  sdnn::detail::run_streams runs_;           // last (core/plan.cuh)
+};
+
+template <int U, int W, bool X, class T, class Index>
+class csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<U, W, X>>, T, Index> {
+ public:
+  static plan_status can_implement(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
+    auto st = detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(skip_empty_rows_compact)");
+    return st ? ops::row_skip_plan<Index>::can_implement(a.rows) : st;
+  }
+  // The partition of A is plan data; the row_skip_plan's CUB scratch is a plan-time temporary.
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options = {})
+      : a_(sdnn::detail::implementable(can_implement(a, b, c), a)),
+        skip_(a.rows, exec, plan_options{0, false}), runs_(exec) {
+    buffer<unsigned char, device_space> tmp(skip_.workspace_bytes(), exec);
+    skip_.run(exec, a, workspace{tmp.data(), tmp.size()});
+  }
+  std::size_t workspace_bytes() const noexcept { return 0; }
+  template <class Acc>
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
+           workspace = {}) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(skip_empty_rows_compact)");
+    runs_.note(exec);
+    kernels::spmm_csr_row_split<U, W>(a_, b, c, epi, skip_.row_list(), skip_.num_live(), a_.rows, X, exec);
+    skip_.fill_empty_rows(c, epi, exec);
+  }
+  ops::row_skip_plan<Index> const& skip() const noexcept { return skip_; }
+
+ private:
+  csr_view<T, Index> a_;
+  ops::row_skip_plan<Index> skip_;
+  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+};
+
+// cuSPARSE baseline. The vendor plan (held mutable: it is not an ops plan and its run() is
+// not const) owns cuSPARSE's external buffer; runs on different streams share it.
+template <policy::cusparse_alg Alg, class T, class Index>
+class csr_spmm_plan<policy::cusparse_spmm<Alg>, T, Index> {
+ public:
+  static plan_status can_implement(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
+    return detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(cusparse_spmm)");
+  }
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options = {})
+      : p_(sdnn::detail::implementable(can_implement(a, b, c), a), b, c, Alg, exec), runs_(exec) {}
+  std::size_t workspace_bytes() const noexcept { return 0; }
+  template <class Acc>
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
+           workspace = {}) const {
+    runs_.note(exec);
+    p_.run(b, c, epi, exec);
+  }
+
+ private:
+  mutable vendor::cusparse_spmm_plan<T, Index> p_;
+  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+};
+
+namespace detail {
+template <class T, class Index>
+struct csr_runner {
+  virtual ~csr_runner() = default;
+  virtual std::size_t workspace_bytes() const noexcept = 0;
+  virtual void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<accumulator_t<T>> const& epi,
+                   workspace ws) const = 0;
+};
+template <class Policy, class T, class Index>
+struct csr_runner_of final : csr_runner<T, Index> {
+  csr_spmm_plan<Policy, T, Index> plan;
+  csr_runner_of(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options opt)
+      : plan(a, b, c, exec, opt) {}
+  std::size_t workspace_bytes() const noexcept override { return plan.workspace_bytes(); }
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<accumulator_t<T>> const& epi,
+           workspace ws) const override {
+    plan.run(exec, b, c, epi, ws);
+  }
+};
+}  // namespace detail
+
+// policy::automatic: statistics of A (host copy of its structure; SYNCHRONISES once at plan
+// time), policy::choose_spmm, then the chosen plan (made with the same plan_options).
+// choice() says what was taken. run() takes the accumulator type's epilogue only (the chosen
+// plan runs behind a virtual call).
+template <class T, class Index>
+class csr_spmm_plan<policy::automatic, T, Index> {
+ public:
+  static plan_status can_implement(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
+    return detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(automatic)");
+  }
+  // t: the tuning table of the current device unless given (linear/policy/tuning.hpp).
+  csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec e, plan_options opt = {},
+                policy::automatic_thresholds const& t = policy::tuning_for(::sdnn::detail::current_arch()))
+      : runs_(e) {
+    sdnn::detail::implementable(can_implement(a, b, c), a);
+    csr_matrix<T, Index> h(a.rows, a.cols, a.nnz);
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(h.row_ptr().data(), a.row_ptr, sizeof(Index) * (static_cast<std::size_t>(a.rows) + 1),
+                                    cudaMemcpyDeviceToHost, e.stream));
+    if (a.nnz > 0)
+      SDNN_CUDA_CHECK(cudaMemcpyAsync(h.col_idx().data(), a.col_idx, sizeof(Index) * static_cast<std::size_t>(a.nnz),
+                                      cudaMemcpyDeviceToHost, e.stream));
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));
+    stats_ = compute_stats(h, 32, 32, host_exec{});
+    choice_ = policy::choose_spmm(stats_, t);
+    if (choice_ == policy::spmm_choice::tiled_dense) {
+      // Tiles are built on the host from A (values copied too) and uploaded once.
+      if (a.nnz > 0)
+        SDNN_CUDA_CHECK(cudaMemcpyAsync(h.values().data(), a.values, sizeof(T) * static_cast<std::size_t>(a.nnz),
+                                        cudaMemcpyDeviceToHost, e.stream));
+      SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));
+      auto ht = to_tiled_dense(h, 32, 32);
+      tiled_ = tiled_dense_matrix<T, device_space>(ht.rows(), ht.cols(), 32, 32, e);
+      copy(tiled_.values(), ht.values(), e);
+      copy(tiled_.occupied(), ht.occupied(), e);
+      copy(tiled_.tile_row_ptr(), ht.tile_row_ptr(), e);
+      tiled_.tile_col() = copy_to<device_space>(ht.tile_col(), e);
+      return;
+    }
+    switch (choice_) {
+      case policy::spmm_choice::csr_nnz_balanced:
+        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_nnz_balanced<>, T, Index>>(a, b, c, e, opt);
+        break;
+      case policy::spmm_choice::csr_staged_b:
+        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_staged_b<>, T, Index>>(a, b, c, e, opt);
+        break;
+      case policy::spmm_choice::csr_panels:  // 16 x 4 float accumulators per lane; __half: 16 x 8 spill
+        if constexpr (std::is_same_v<T, float>)
+          impl_ = std::make_unique<detail::csr_runner_of<policy::csr_panels<16, 64, 1>, T, Index>>(a, b, c, e, opt);
+        else
+          impl_ = std::make_unique<detail::csr_runner_of<policy::csr_panels<8, 64, 1>, T, Index>>(a, b, c, e, opt);
+        break;
+      case policy::spmm_choice::csr_skip_empty_compact:
+        impl_ = std::make_unique<
+            detail::csr_runner_of<policy::skip_empty_rows_compact<policy::csr_row_split<>>, T, Index>>(a, b, c, e, opt);
+        break;
+      case policy::spmm_choice::csr_row_split_rows_in_x:
+        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_row_split<1, 4, true>, T, Index>>(a, b, c, e, opt);
+        break;
+      default:  // row-split, one 16-byte vector per lane (bench_spmm: at or above <2,4> nearly everywhere)
+        impl_ = std::make_unique<detail::csr_runner_of<policy::csr_row_split<1, 4>, T, Index>>(a, b, c, e, opt);
+    }
+  }
+  std::size_t workspace_bytes() const noexcept { return impl_ ? impl_->workspace_bytes() : 0; }
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<accumulator_t<T>> const& epi,
+           workspace ws = {}) const {
+    runs_.note(exec);
+    if (choice_ == policy::spmm_choice::tiled_dense) {
+      tiled_dense_view<T const> tv = tiled_.view();
+      detail::check_spmm_args(tv.rows, tv.cols, b, c, "spmm(automatic: tiled_dense)");
+      kernels::spmm_tiled_dense(tv, b, c, epi, exec);
+    } else {
+      impl_->run(exec, b, c, epi, ws);
+    }
+  }
+  policy::spmm_choice choice() const noexcept { return choice_; }
+  matrix_stats const& stats() const noexcept { return stats_; }
+
+ private:
+  matrix_stats stats_;
+  policy::spmm_choice choice_ = policy::spmm_choice::csr_row_split;
+  std::unique_ptr<detail::csr_runner<T, Index>> impl_;
+  tiled_dense_matrix<T, device_space> tiled_;
+  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+};
+
+// ---------------------------------------------------------------------------------------
+// COO, ELL, tiled-dense
+template <class Policy, class T, class Index>
+class coo_spmm_plan {
+  static_assert(::sdnn::detail::dependent_false<Policy, T>, "coo_spmm_plan: no COO implementation for this policy");
+};
+
+template <int E, int U, class T, class Index>
+class coo_spmm_plan<policy::coo_nnz_split<E, U>, T, Index> {
+ public:
+  static_assert(E >= 1, "coo_nnz_split: at least one entry per warp");
+  static plan_status can_implement(coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
+    return detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(coo_nnz_split)");
+  }
+  // Chunks of E entries, grown when nnz / E chunks would be more than fill the GPU
+  // (kernels::nnz_split_target_chunks), so the carry (the workspace: 2 rows of N floats per
+  // chunk) stays bounded however large nnz is.
+  coo_spmm_plan(coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options opt = {})
+      : a_(sdnn::detail::implementable(can_implement(a, b, c), a)),
+        cut_(kernels::nnz_split_cut(a.nnz, kernels::nnz_split_target_chunks(b.cols, kernels::spmm_slab_columns<T, U>),
+                                    E)),
+        n_(b.cols), runs_(exec) {
+    if (opt.own_workspace && workspace_bytes() > 0) own_ = buffer<unsigned char, device_space>(workspace_bytes(), exec);
+  }
+  // The carry: every run writes all of it before reading (no initialisation needed).
+  std::size_t workspace_bytes() const noexcept {
+    return sdnn::detail::workspace_carver::bytes_of<float>(kernels::nnz_split_carry_elements(cut_.chunks, n_));
+  }
+  template <class Acc>
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
+           workspace ws = {}) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(coo_nnz_split)");
+    SDNN_EXPECTS(b.cols <= n_, "spmm(coo_nnz_split): the plan's carry was sized for ", n_, " columns, B has ",
+                 b.cols);
+    auto const w = sdnn::detail::plan_workspace(ws, own_, workspace_bytes(), "spmm(coo_nnz_split)");
+    runs_.note(exec);
+    kernels::spmm_coo_nnz_split<U>(a_, b, c, epi, cut_, static_cast<float*>(w.data), exec);
+  }
+
+ private:
+  coo_view<T, Index> a_;
+  kernels::nnz_split_shape cut_;
+  std::int64_t n_;
+  buffer<unsigned char, device_space> own_;  // the plan's own workspace (plan_options::own_workspace)
+  sdnn::detail::run_streams runs_;           // last (core/plan.cuh)
+};
+
+// cuSPARSE baseline (see the CSR one).
+template <policy::cusparse_alg Alg, class T, class Index>
+class coo_spmm_plan<policy::cusparse_spmm<Alg>, T, Index> {
+ public:
+  static plan_status can_implement(coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
+    return detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(cusparse_spmm)");
+  }
+  coo_spmm_plan(coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options = {})
+      : p_(sdnn::detail::implementable(can_implement(a, b, c), a), b, c, Alg, exec), runs_(exec) {}
+  std::size_t workspace_bytes() const noexcept { return 0; }
+  template <class Acc>
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
+           workspace = {}) const {
+    runs_.note(exec);
+    p_.run(b, c, epi, exec);
+  }
+
+ private:
+  mutable vendor::cusparse_spmm_plan<T, Index> p_;
+  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+};
+
+template <class Policy, class T, class Index>
+class ell_spmm_plan {
+  static_assert(::sdnn::detail::dependent_false<Policy, T>, "ell_spmm_plan: no ELL implementation for this policy");
+};
+template <int U, int W, class T, class Index>
+class ell_spmm_plan<policy::ell_row_split<U, W>, T, Index> {
+ public:
+  static plan_status can_implement(ell_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
+    return detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(ell_row_split)");
+  }
+  ell_spmm_plan(ell_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options = {})
+      : a_(sdnn::detail::implementable(can_implement(a, b, c), a)), runs_(exec) {}
+  std::size_t workspace_bytes() const noexcept { return 0; }
+  template <class Acc>
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
+           workspace = {}) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(ell_row_split)");
+    runs_.note(exec);
+    kernels::spmm_ell_row_split<U, W>(a_, b, c, epi, exec);
+  }
+
+ private:
+  ell_view<T, Index> a_;
+  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+};
+
+template <class Policy, class T>
+class tiled_spmm_plan {
+  static_assert(::sdnn::detail::dependent_false<Policy, T>,
+                "tiled_spmm_plan: no tiled-dense implementation for this policy");
+};
+template <class T>
+class tiled_spmm_plan<policy::tiled_dense_spmm, T> {
+ public:
+  static plan_status can_implement(tiled_dense_view<T const> a, dense_view<T const> b, dense_view<T> c) {
+    auto st = detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(tiled_dense_spmm)");
+    if (!st) return st;
+    if (a.tile_rows != kernels::detail::tiled_spmm_tile || a.tile_cols != kernels::detail::tiled_spmm_tile)
+      return plan_status::failure("spmm(tiled_dense): only 32 x 32 tiles are compiled, got " +
+                                  std::to_string(a.tile_rows) + " x " + std::to_string(a.tile_cols));
+    if (a.grid_rows > 65535)
+      return plan_status::failure("spmm(tiled_dense): " + std::to_string(a.grid_rows) +
+                                  " tile rows exceed the grid limit 65535");
+    return {};
+  }
+  tiled_spmm_plan(tiled_dense_view<T const> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec,
+                  plan_options = {})
+      : a_(sdnn::detail::implementable(can_implement(a, b, c), a)), runs_(exec) {}
+  std::size_t workspace_bytes() const noexcept { return 0; }
+  template <class Acc>
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
+           workspace = {}) const {
+    detail::check_spmm_args(a_.rows, a_.cols, b, c, "spmm(tiled_dense_spmm)");
+    runs_.note(exec);
+    kernels::spmm_tiled_dense(a_, b, c, epi, exec);
+  }
+
+ private:
+  tiled_dense_view<T const> a_;
+  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+};
+
+// cuSPARSE Blocked-ELL baseline (linear/vendor/cusparse_blocked_ell.cuh): square tiles, M and K
+// multiples of the tile size; the epilogue runs as a separate pass. default_alg is
+// cuSPARSE's default for Blocked-ELL, which is BLOCKED_ELL_ALG1. The vendor plan (held
+// mutable) owns the Blocked-ELL copy of A and cuSPARSE's buffer.
+template <policy::cusparse_alg Alg, class T>
+class tiled_spmm_plan<policy::cusparse_spmm<Alg>, T> {
+  static_assert(Alg == policy::cusparse_alg::blocked_ell_alg1 || Alg == policy::cusparse_alg::default_alg,
+                "tiled_spmm_plan: cuSPARSE takes tiled-dense as Blocked-ELL only (blocked_ell_alg1)");
+
+ public:
+  // The vendor plan's own checks (it repeats them, with the same words).
+  static plan_status can_implement(tiled_dense_view<T const> a, dense_view<T const> b, dense_view<T> c) {
+    using std::to_string;
+    if (a.tile_rows <= 0 || a.tile_rows != a.tile_cols)
+      return plan_status::failure(
+          "cusparse Blocked-ELL: tiles must be square (the Blocked-ELL block is ellBlockSize x ellBlockSize), got " +
+          to_string(a.tile_rows) + " x " + to_string(a.tile_cols) + " tiles");
+    if (a.rows % a.tile_rows != 0 || a.cols % a.tile_rows != 0)
+      return plan_status::failure("cusparse Blocked-ELL: A's rows and columns must be multiples of the tile size " +
+                                  to_string(a.tile_rows) + " (Blocked-ELL has no partial blocks), A is " +
+                                  to_string(a.rows) + " x " + to_string(a.cols));
+    if (a.grid_cols > std::numeric_limits<std::int32_t>::max())
+      return plan_status::failure("cusparse Blocked-ELL: " + to_string(a.grid_cols) +
+                                  " tile columns do not fit 32-bit block column indices");
+    return detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(cusparse Blocked-ELL)");
+  }
+  tiled_spmm_plan(tiled_dense_view<T const> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec,
+                  plan_options = {})
+      : p_(sdnn::detail::implementable(can_implement(a, b, c), a), b, c, exec), runs_(exec) {}
+  std::size_t workspace_bytes() const noexcept { return 0; }
+  template <class Acc>
+  void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
+           workspace = {}) const {
+    runs_.note(exec);
+    p_.run(b, c, epi, exec);
+  }
+  vendor::cusparse_blocked_ell_plan<T> const& vendor_plan() const noexcept { return p_; }
+
+ private:
+  mutable vendor::cusparse_blocked_ell_plan<T> p_;
+  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+};
+
+// ---------------------------------------------------------------------------------------
+// One-shot dispatch for ops::spmm on the device.
+template <class Policy>
+struct spmm_impl<cuda_exec, Policy> {
+  template <class T, class Index, class Acc>
+  static void run(cuda_exec e, csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    csr_spmm_plan<Policy, T, Index> p(a, b, c, e);
+    p.run(e, b, c, epi);
+  }
+  template <class T, class Index, class Acc>
+  static void run(cuda_exec e, coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    coo_spmm_plan<Policy, T, Index> p(a, b, c, e);
+    p.run(e, b, c, epi);
+  }
+  template <class T, class Index, class Acc>
+  static void run(cuda_exec e, ell_view<T, Index> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    ell_spmm_plan<Policy, T, Index> p(a, b, c, e);
+    p.run(e, b, c, epi);
+  }
+  template <class T, class Acc>
+  static void run(cuda_exec e, tiled_dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
+                  basic_epilogue<Acc> const& epi) {
+    tiled_spmm_plan<Policy, T> p(a, b, c, e);
+    p.run(e, b, c, epi);
+  }
+};
+
+}  // namespace sdnn::ops

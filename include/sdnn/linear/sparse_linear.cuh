@@ -1,0 +1,95 @@
+// sdnn/linear/sparse_linear.cuh - the device members of layers::sparse_linear (declared in
+// sparse_linear.hpp for every compiler): the layer holds one ops::dense_sparse_plan and the
+// bias in device memory.
+//
+// A program whose .cpp files use a sparse_linear type needs these definitions in one .cu: a .cu
+// that includes this header and constructs the type gets them (its vtable instantiates the
+// device members); otherwise
+//   SDNN_INSTANTIATE_SPARSE_LINEAR(float, sdnn::policy::sparse_linear_default);
+// at namespace scope in a .cu instantiates every member of that layer type.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+#include "sdnn/core/cuda.cuh"
+#include "sdnn/core/memory.cuh"
+#include "sdnn/formats/copy.cuh"
+#include "sdnn/linear/sparse_linear.hpp"
+#include "sdnn/linear/op/dense_sparse.cuh"
+
+namespace sdnn::layers {
+
+template <class T, class F, class P>
+struct sparse_linear<T, F, P>::device_state {
+  std::unique_ptr<plan_type> plan;                   // made by plan() (or the first forward)
+  csr_matrix<T, std::int32_t, device_space> wt;      // device-built layer before plan(): W^T
+  buffer<acc_type, device_space> bias;               // [out] or empty
+  basic_epilogue<acc_type> epi;                      // epi.bias points into `bias`
+};
+
+// W is transposed on the device now (async); the plan (tiles: one download of W^T) is made
+// by plan(), so that a pipeline can plan many layers on host threads at once.
+template <class T, class F, class P>
+sparse_linear<T, F, P>::sparse_linear(csr_matrix<T, std::int32_t, device_space> const& w_device,
+                                      basic_epilogue<acc_type> epi, cuda_exec exec)
+    : in_(w_device.rows()), out_(w_device.cols()), nnz_(w_device.nnz()), epi_(epi) {
+  auto const st = plan_type::can_implement(in_, out_, nnz_);
+  if (!st) SDNN_FAIL(st.why());
+  if (epi.bias) bias_.assign(epi.bias, epi.bias + out_);
+  epi_.bias = nullptr;
+  device_ = std::make_shared<device_state>();
+  device_->wt = transpose(w_device, exec);
+  device_->bias = to_device(bias_.data(), bias_.size(), exec);
+  device_->epi = epi_;
+  device_->epi.bias = device_->bias.empty() ? nullptr : device_->bias.data();
+}
+
+template <class T, class F, class P>
+void sparse_linear<T, F, P>::plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) {
+  out_features(in_features);
+  SDNN_EXPECTS(batch >= 0, "sparse_linear: plan needs a batch >= 0, got ", batch);
+  plan_options const opt{std::max<std::int64_t>(batch, 1), true};
+  if (device_ && device_->plan) return device_->plan->reserve(opt.max_rows, exec);  // a larger batch
+  if (device_) {  // built from device weights: W^T is waiting
+    device_->plan = std::make_unique<plan_type>(plan_type::transposed_weights, std::move(device_->wt), exec, opt);
+    return;
+  }
+  SDNN_EXPECTS(has_host_weights(), "sparse_linear: no weights to upload");
+  auto d = std::make_shared<device_state>();
+  d->plan = std::make_unique<plan_type>(w_, exec, opt);
+  d->bias = to_device(bias_.data(), bias_.size(), exec);
+  d->epi = epi_;
+  d->epi.bias = d->bias.empty() ? nullptr : d->bias.data();
+  device_ = std::move(d);
+}
+
+template <class T, class F, class P>
+void sparse_linear<T, F, P>::forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) {
+  check_shapes(in, out);
+  if (!device_ || !device_->plan || device_->plan->max_rows() < in.rows) plan(in.rows, in_, exec);
+  device_->plan->run(exec, in, out, device_->epi);
+}
+
+template <class T, class F, class P>
+void sparse_linear<T, F, P>::forward_rows(cuda_exec exec, dense_view<T const> in, dense_view<T> out,
+                                          ops::listed_rows rows, int* flags) const {
+  SDNN_EXPECTS(device_ && device_->plan, "sparse_linear: call plan() before forward_rows()");
+  device_->plan->run_rows(exec, in, out, device_->epi, rows, flags);
+}
+
+template <class T, class F, class P>
+auto sparse_linear<T, F, P>::device_plan() const -> plan_type const& {
+  SDNN_EXPECTS(device_ && device_->plan, "sparse_linear: call plan() before device_plan()");
+  return *device_->plan;
+}
+
+}  // namespace sdnn::layers
+
+// Instantiates every member of sparse_linear<T, format::csr, Policy> in this .cu (for
+// programs whose .cpp files use that layer type but no .cu does).
+#define SDNN_INSTANTIATE_SPARSE_LINEAR(T, ...) \
+  template class ::sdnn::layers::sparse_linear<T, ::sdnn::format::csr, __VA_ARGS__>
