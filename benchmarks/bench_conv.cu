@@ -10,7 +10,7 @@
 //   windows staged per block), the pruning rule, nnz per channel and padding overhead.
 // Pruning rules (train/op/prune_uniform.hpp): "global" (one threshold; channels padded to the
 //   densest one) and "per_channel" (every channel keeps round((1-s)*C*R*S): no padding
-//   unless a channel has too few nonzeros; the issue's "target" level per channel).
+//   unless a channel has too few nonzeros: the "target" sparsity level per channel).
 //   Default: global at every sparsity, per_channel at 90 % only (names end in
 //   /per_channel); --rules=global,per_channel runs each listed rule at every sparsity.
 // Flags (before Google Benchmark's own): --quick (VGG layers 1-4, one 1x1, both 1-D;

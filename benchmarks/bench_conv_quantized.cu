@@ -1,4 +1,4 @@
-// bench_conv_quantized: direct sparse convolution with quantized weights (issue 12) against the
+// bench_conv_quantized: direct sparse convolution with quantized weights against the
 // float direct sparse convolution and dense cuDNN (float, CUDNN_FMA_MATH = no TF32), all in the
 // same process on the same input. Layers: VGG-16 3x3 convolutions (bench_conv.cu's list; by
 // default the five with C >= 64 at distinct sizes), pruned with the global rule at 90 % (the

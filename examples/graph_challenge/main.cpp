@@ -346,7 +346,7 @@ outcome run_device(std::int32_t layers_n, float bias, layer_source const& make, 
 #endif
 
 #if defined(__CUDACC__)
-// The depth-first engine (ops::challenge_engine_plan, issue 10) from host layers: plan (proofs,
+// The depth-first engine (ops::challenge_engine_plan) from host layers: plan (proofs,
 // uploads), one warm-up run, then `reps` timed ones (median; reps = 0: 5 when the warm-up took
 // under a second, else 1). Inference seconds as for the pipelines: inputs on the device ->
 // categories on the host.
@@ -591,7 +591,7 @@ std::string streaming_policies() {
   return r;
 }
 
-// --weight-store and --device-memory-budget of infer and bench (issue 11).
+// --weight-store and --device-memory-budget of infer and bench (out-of-core weights).
 void add_weight_options(cli::command& c) {
   c.opt("weight-store", "WHERE").one_of({"device", "host", "auto"}).default_to("device")
       .help("where the weights live: device (resident), host (pinned host memory, streamed to the GPU: layer "
@@ -906,7 +906,7 @@ job prepare_bench(cli::result const& o, machine const& m, bool writer) {
   if (json_path && *json_path) cli::check_output_file(json_path, "$SDNN_BENCH_JSON");
   if (json_path) j.json_path = json_path;
   auto const mnist = io::read_idx_images(mnist_path(o));
-  // `images` distinct images (issue 10): digit n mod 10000 shifted by a small offset chosen from
+  // `images` distinct images: digit n mod 10000 shifted by a small offset chosen from
   // n / 10000 (challenge/distinct_inputs.hpp), so no input repeats and no de-duplication is flattered.
   j.inputs = data::distinct_challenge_inputs(mnist, n, images);
   float const bias = j.bias = data::challenge_bias(n);

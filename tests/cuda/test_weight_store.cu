@@ -1,4 +1,4 @@
-// Out-of-core weights (issue 11, pipeline/weight_store.cuh): a network streamed from pinned host
+// Out-of-core weights (pipeline/weight_store.cuh): a network streamed from pinned host
 // memory through a ring of K device slots gives bitwise the categories and final activations
 // of the same network with resident weights (the same kernels read the same arrays, only from
 // another address); budgets that force streaming, budgets too small, and a failed upload.

@@ -1,5 +1,5 @@
-// Plan-time structure proofs of issue 10 (challenge/structure.hpp) on the official and
-// generated RadiX-Net networks, on networks built to break each proof, the soundness of the
+// Plan-time structure proofs of the depth-first engine (challenge/structure.hpp) on the
+// official and generated RadiX-Net networks, on networks built to break each proof, the soundness of the
 // retirement rule against the host reference, and the distinct benchmark inputs
 // (challenge/distinct_inputs.hpp).
 #include "sdnn_catch.hpp"

@@ -81,7 +81,7 @@ TEST_CASE("make_csr rejects every kind of invalid input, naming the first bad en
   CHECK(has(reject(-1, 3, {0}, {}, {}), "must be >= 0"));
 }
 
-TEST_CASE("sizes that overflow are refused, not wrapped (issue 13 memory-safety cases)", "[core][formats]") {
+TEST_CASE("sizes that overflow are refused, not wrapped (memory-safety cases)", "[core][formats]") {
   using sdnn_test::error_text;
   using sdnn_test::has;
   // rows x width wrapped to 0, then validate read out of bounds

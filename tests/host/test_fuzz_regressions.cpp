@@ -1,8 +1,9 @@
 // Replays every kept fuzz input (tests/fuzz/regressions/<target>/: each input that ever
-// crashed a target, plus issue 13's cases) and the seed corpora (tests/fuzz/corpus/<target>/)
-// through the same target bodies as the libFuzzer programs (tests/fuzz/fuzz_targets.hpp),
-// with this compiler and no libFuzzer. Each input must be read or refused with an sdnn::error
-// (the targets catch those); anything else escaping, an oracle failure included, fails here.
+// crashed a target, plus the malformed inputs of test_malformed_inputs.cpp) and the seed
+// corpora (tests/fuzz/corpus/<target>/) through the same target bodies as the libFuzzer
+// programs (tests/fuzz/fuzz_targets.hpp), with this compiler and no libFuzzer. Each input must
+// be read or refused with an sdnn::error (the targets catch those); anything else escaping, an
+// oracle failure included, fails here.
 // The fuzz targets themselves (clang, ASan, UBSan) run under the CTest label `fuzz`.
 #include "sdnn_catch.hpp"
 #include "sdnn_test_util.hpp"

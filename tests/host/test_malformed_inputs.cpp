@@ -1,4 +1,4 @@
-// Issue 13's malformed inputs for include/sdnn, one row each: what was found (memory safety,
+// Malformed inputs for include/sdnn, one row each: what was found (memory safety,
 // unbounded memory, undefined behaviour or a silent wrong value) and what must happen now
 // (an sdnn::error naming the file and, for text, the line; fast; bounded memory). Plus the
 // pieces the fixes added: in-memory inputs, gzip members, the read_options limits.
@@ -55,7 +55,7 @@ std::string outcome(std::function<void()> const& f) {
 }
 
 struct row {
-  char const* found;              // what issue 13 reported
+  char const* found;              // the defect this input exposed
   std::function<void()> input;    // the input, read or built
   std::vector<char const*> want;  // substrings of the sdnn::error message
 };
@@ -74,7 +74,7 @@ void run_table(std::vector<row> const& table) {
 }
 }  // namespace
 
-TEST_CASE("issue 13, memory safety: sizes that wrapped are refused", "[io][malformed]") {
+TEST_CASE("malformed inputs, memory safety: sizes that wrapped are refused", "[io][malformed]") {
   run_table({
       {"ell_matrix(2^62, 4, 4, 0): rows x width wrapped to 0, then validate crashed",
        [] { ell_matrix<float, std::int64_t>(std::int64_t(1) << 62, 4, 4, 0); },
@@ -105,7 +105,7 @@ TEST_CASE("issue 13, memory safety: sizes that wrapped are refused", "[io][malfo
   CHECK(s.tiles == std::numeric_limits<std::int64_t>::max());  // 2^64 tiles: saturated
 }
 
-TEST_CASE("issue 13, unbounded memory from a tiny file: refused at once", "[io][malformed]") {
+TEST_CASE("malformed inputs, unbounded memory from a tiny file: refused at once", "[io][malformed]") {
   temp_dir dir;
   auto const stray = dir.write("stray.tsv", "1\t1\t1\n2\t3\t1\n2147483647\t5\t1\n");
   auto const lab = dir.write("lab.idx", be32(0x801) + be32(0x7fffffffu));
@@ -163,7 +163,7 @@ TEST_CASE("issue 13, unbounded memory from a tiny file: refused at once", "[io][
   CHECK(io::read_categories(mem("c.tsv", "1\n22\n55555\n"), tiny).size() == 3);
 }
 
-TEST_CASE("issue 13, undefined behaviour and silent wrong values: refused with the line", "[io][malformed]") {
+TEST_CASE("malformed inputs, undefined behaviour and silent wrong values: refused with the line", "[io][malformed]") {
   temp_dir dir;
   run_table({
       {"read_matrix_market<int> converted 1e32 to int (UBSan, matrix_market.hpp:106)",
