@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 10's ablation: graph_challenge bench (60000 distinct inputs) on each configuration with
-# the depth-first engine (everything on; retirement off; folding off; both off) and today's
-# pipeline policies (skip_empty_rows_csc_tiled32 and the default), in one call; then a JSON-lines
-# file, a markdown table and a PNG (benchmarks/challenge_ablation.py).
+# The depth-first engine's ablation: graph_challenge bench (60000 distinct inputs) on each
+# configuration with the depth-first engine (everything on; retirement off; folding off; both
+# off) and the layer-wise pipeline's policies (skip_empty_rows_csc_tiled32 and the default), in
+# one call; then a JSON-lines file, a markdown table and a PNG (benchmarks/challenge_ablation.py).
 #
 #   benchmarks/challenge_ablation.sh BUILD_DIR OUT_DIR
 # env: CONFIGS (N:L list; default the configurations the engine serves within one call:
@@ -11,8 +11,10 @@
 set -uo pipefail
 B=${1:?usage: challenge_ablation.sh BUILD_DIR OUT_DIR}
 OUT=${2:?usage: challenge_ablation.sh BUILD_DIR OUT_DIR}
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$OUT"
+# shellcheck source=SCRIPTDIR/common/gpu_env.sh
+source "$(dirname "$0")/common/gpu_env.sh"
+here=$SDNN_ROOT/benchmarks
+use_out "$OUT" - || exit 1
 J=$OUT/challenge_ablation.jsonl
 : > "$J"
 exe=$B/examples/graph_challenge/graph_challenge

@@ -10,20 +10,21 @@
 # directory (built with benchmarks). Writes OUT/compare_{graph,kernels}.jsonl and, through
 # benchmarks/compare_baseline.py, OUT/compare.md and OUT/compare.png.
 # env: CONFIGS (N:L list, default "1024:120 4096:120 1024:480"), JOBS (default 16),
-#      KERNELS=0 skips the kernel benchmarks.
+#      ARCH (default 90), KERNELS=0 skips the kernel benchmarks.
 set -uo pipefail
 BASE=${1:?usage: compare_baseline.sh BASE_SRC NEW_BUILD OUT [ROUNDS]}
 NEW=${2:?usage}
 OUT=${3:?usage}
 ROUNDS=${4:-3}
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$OUT"
+# shellcheck source=SCRIPTDIR/common/gpu_env.sh
+source "$(dirname "$0")/common/gpu_env.sh"
+here=$SDNN_ROOT/benchmarks
+use_out "$OUT" - || exit 1
 BB=$BASE/build-cmp
 if [ ! -x "$BB/examples/graph_challenge/graph_challenge" ]; then
-  cmake -S "$BASE" -B "$BB" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSDNN_BUILD_TESTS=OFF \
-    -DSDNN_HEADER_CHECK=OFF > "$OUT/base_configure.log" 2>&1 || { tail -20 "$OUT/base_configure.log"; exit 1; }
-  cmake --build "$BB" -j"${JOBS:-16}" --target graph_challenge bench_spmm bench_row_skip bench_gemm \
-    > "$OUT/base_build.log" 2>&1 || { grep -E "error" "$OUT/base_build.log" | head -20; exit 1; }
+  SRC=$BASE B=$BB CMAKE_ARGS=(-DSDNN_BUILD_TESTS=OFF -DSDNN_HEADER_CHECK=OFF)
+  CONFIGURE_LOG=$OUT/base_configure.log BUILD_LOG=$OUT/base_build.log
+  configure_and_build graph_challenge bench_spmm bench_row_skip bench_gemm || exit 1
 fi
 G=$OUT/compare_graph.jsonl
 K=$OUT/compare_kernels.jsonl

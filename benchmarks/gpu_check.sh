@@ -9,34 +9,25 @@
 #        sanitizer runs, default "~[slow]"), RACECHECK_FILTER (default "[racecheck]"),
 #        SKIP_BUILD=1 to reuse a build, CTEST_LABEL (e.g. gpu: only the device tests).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-B=${1:-build-gpu}
-OUT=${OUT:-$B/gpu-check}
-mkdir -p "$OUT"
-JOBS=${JOBS:-16}
-summary=$OUT/summary.txt
-: > "$summary"
-say() { echo "$*" | tee -a "$summary"; }
+# shellcheck source=SCRIPTDIR/common/gpu_env.sh
+source "$(dirname "$0")/common/gpu_env.sh"
+cd "$SDNN_ROOT" || exit 1
+B=${1:-build-gpu}  # relative to the repository root
+use_out "${OUT:-$B/gpu-check}" || exit 1
 
-say "== gpu_check $(date -u +%FT%TZ) on $(hostname)"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
-say "nvcc: $(nvcc --version | tail -1)"
+gpu_banner gpu_check
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
-  t0=$(date +%s)
-  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" -DSDNN_BUILD_TESTS=ON >"$OUT/configure.log" 2>&1 ||
-    { say "configure FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
-  if ! cmake --build "$B" -j"$JOBS" >"$OUT/build.log" 2>&1; then
-    say "build FAILED"; grep -E 'error|Error' "$OUT/build.log" | head -40; exit 1
-  fi
-  say "build: ok in $(( $(date +%s) - t0 )) s"
+  CMAKE_ARGS=(-DSDNN_BUILD_TESTS=ON)
+  # shellcheck disable=SC2119  # no targets: build everything
+  configure_and_build || exit 1
 fi
 
 status=0
 t0=$(date +%s)
 SDNN_REQUIRE_GPU=1 ctest --test-dir "$B" --output-on-failure ${CTEST_LABEL:+-L "$CTEST_LABEL"} >"$OUT/ctest.log" 2>&1 || status=1
 say "ctest (SDNN_REQUIRE_GPU=1, ${CTEST_LABEL:-all} labels) in $(( $(date +%s) - t0 )) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
-grep -E '^\s+[0-9]+ - .*(Failed|Not Run|Timeout|Exception)' "$OUT/ctest.log" | tee -a "$summary"
+grep -E '^\s+[0-9]+ - .*(Failed|Not Run|Timeout|Exception)' "$OUT/ctest.log" | tee -a "$SUMMARY"
 
 CT=$B/tests/sdnn_cuda_tests
 if [ -x "$CT" ]; then

@@ -1,31 +1,32 @@
 #!/usr/bin/env bash
-# Issue 11's multi-GPU measurement, one device call on a machine with several GPUs
+# The multi-GPU measurement, one device call on a machine with several GPUs
 # (nvidia-h200-x2): builds graph_challenge with MPI, then for each configuration runs
 # `graph_challenge bench` on one GPU and under `mpirun -np P` (one rank per GPU, inputs split
 # in contiguous blocks balanced by nonzeros), checks the categories agree, and writes
 # JSON lines + a table + a PNG (benchmarks/multi_gpu.py).
 #   benchmarks/multi_gpu.sh BUILD_DIR OUT_DIR
 # env: CONFIGS (N:L list, default "1024:120 16384:1920 65536:1920"), RANKS (default "2"),
-#      POLICY (default depth_first), REPS (default 5), TIMEOUT (s per run, default 400).
+#      POLICY (default depth_first), REPS (default 5), TIMEOUT (s per run, default 400),
+#      JOBS (build jobs, default 32), ARCH (default 90), SKIP_BUILD=1 (reuse a built graph_challenge).
 set -uo pipefail
 B=${1:?usage: multi_gpu.sh BUILD_DIR OUT_DIR}
 OUT=${2:?usage: multi_gpu.sh BUILD_DIR OUT_DIR}
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$OUT"
-log=$OUT/multi_gpu.log
-: > "$log"
-say() { echo "$*" | tee -a "$log"; }
-say "== multi_gpu $(date -u +%FT%TZ) at $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null)"
-nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader | sed 's/^/gpu: /' | tee -a "$log"
+JOBS=${JOBS:-32}
+# shellcheck source=SCRIPTDIR/common/gpu_env.sh
+source "$(dirname "$0")/common/gpu_env.sh"
+here=$SDNN_ROOT/benchmarks
+use_out "$OUT" multi_gpu.log || exit 1
+log=$SUMMARY
+GPU_FIELDS=index,name,driver_version,memory.total gpu_banner multi_gpu
 nvidia-smi topo -m 2>&1 | head -6 >> "$log"
 say "mpirun: $(command -v mpirun) $(mpirun --version 2>&1 | head -1)"
 # NCCL: not needed by this run (the only collective is the gather of the category ids, a few KB
 # on the host, over MPI); recorded for the note.
+# shellcheck disable=SC2012  # the first libnccl file name, for the log only
 say "nccl: $(ls /usr/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null | head -1) $(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)"
 if [ ! -x "$B/examples/graph_challenge/graph_challenge" ] || [ -z "${SKIP_BUILD:-}" ]; then
-  cmake -S "$here/.." -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSDNN_ENABLE_MPI=ON \
-    -DSDNN_BUILD_TESTS=OFF -DSDNN_BUILD_BENCHMARKS=OFF > "$OUT/configure.log" 2>&1 || { say "configure FAILED"; tail -20 "$OUT/configure.log"; exit 1; }
-  cmake --build "$B" -j"${JOBS:-32}" --target graph_challenge > "$OUT/build.log" 2>&1 || { say "build FAILED"; grep -E "error" "$OUT/build.log" | head; exit 1; }
+  CMAKE_ARGS=(-DSDNN_ENABLE_MPI=ON -DSDNN_BUILD_TESTS=OFF -DSDNN_BUILD_BENCHMARKS=OFF)
+  configure_and_build graph_challenge || exit 1
 fi
 exe=$B/examples/graph_challenge/graph_challenge
 J=$OUT/multi_gpu.jsonl

@@ -5,18 +5,20 @@
 #   benchmarks/profile_engine.sh [build-dir]
 # env: OUT (results), VARIANTS, CONFIGS (N:L list), REPS, TIMEOUT (s per timing run), NO_NCU=1 (timings only),
 #      NCU_METRICS (a comma list: only those metrics, instead of the full set), TESTS (a Catch2
-#      filter: also build and run the device tests), SANITIZE (memcheck racecheck), SANITIZE_TESTS
+#      filter: also build and run the device tests), SANITIZE (memcheck racecheck), SANITIZE_TESTS,
+#      ARCH (default 90), JOBS (default 16)
 set -uo pipefail
-cd "$(dirname "$0")/.."
-B=${1:-build-prof}
-OUT=${OUT:-$B/profile}
-mkdir -p "$OUT"
+# shellcheck source=SCRIPTDIR/common/gpu_env.sh
+source "$(dirname "$0")/common/gpu_env.sh"
+cd "$SDNN_ROOT" || exit 1
+B=${1:-build-prof}  # relative to the repository root
+use_out "${OUT:-$B/profile}" - || exit 1
 tests_on=OFF; [ -n "${TESTS:-}" ] && tests_on=ON
-cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_FLAGS=-lineinfo \
-  -DSDNN_BUILD_TESTS=$tests_on -DSDNN_BUILD_DEVICE_TESTS=$tests_on -DSDNN_BUILD_BENCHMARKS=OFF > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-targets="graph_challenge"
-[ -n "${TESTS:-}" ] && targets="graph_challenge sdnn_cuda_tests"
-cmake --build "$B" -j16 --target $targets > "$OUT/build.log" 2>&1 || { grep -E "error|Error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
+CMAKE_ARGS=(-DCMAKE_CUDA_FLAGS=-lineinfo -DSDNN_BUILD_TESTS="$tests_on" -DSDNN_BUILD_DEVICE_TESTS="$tests_on"
+  -DSDNN_BUILD_BENCHMARKS=OFF)
+targets=(graph_challenge)
+[ -n "${TESTS:-}" ] && targets+=(sdnn_cuda_tests)
+configure_and_build "${targets[@]}" || exit 1
 if [ -n "${TESTS:-}" ]; then
   # The device tests named by TESTS (a Catch2 filter), then the same under compute-sanitizer
   # memcheck and racecheck when SANITIZE is set.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU session of the quantized sparse weights (issue 12): builds sdnn_cuda_tests and the
+# The GPU session of the quantized sparse weights: builds sdnn_cuda_tests and the
 # benchmarks of WHAT, runs their device tests (SDNN_REQUIRE_GPU=1: a missing GPU fails), the
 # same under compute-sanitizer memcheck, then the benchmarks:
 #   spmm: [quantized] and bench_quantized_spmm (float vs int8 vs codebook4 vs cuSPARSE, with its plot);
@@ -21,19 +21,17 @@
 set -uo pipefail
 B=${1:?usage: quantized_gpu.sh BUILD_DIR OUT_DIR}
 OUT=${2:?usage: quantized_gpu.sh BUILD_DIR OUT_DIR}
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-JOBS=${JOBS:-16}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-LOG=$OUT/quantized_gpu.log
-: >"$LOG"
+# shellcheck source=SCRIPTDIR/common/gpu_env.sh
+source "$(dirname "$0")/common/gpu_env.sh"
+SRC=$SDNN_ROOT
+use_out "$OUT" quantized_gpu.log || exit 1
+LOG=$SUMMARY  # every step's output and every `say` line
 : >"$OUT/status"
 fail=0
-say() { echo "== $* ($(date -u +%T))" | tee -a "$LOG"; }
 step() {  # step NAME CMD...: runs CMD with its output in the log, records its status
   local name=$1
   shift
-  say "$name"
+  say "== $name ($(date -u +%T))"
   local t0
   t0=$(date +%s)
   "$@" >>"$LOG" 2>&1
@@ -43,7 +41,7 @@ step() {  # step NAME CMD...: runs CMD with its output in the log, records its s
   return $rc
 }
 
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nvcc --version | tail -2; } >>"$LOG" 2>&1
+gpu_banner quantized_gpu
 
 WHAT=${WHAT:-spmm conv}
 targets="sdnn_cuda_tests"
@@ -55,10 +53,10 @@ for w in $WHAT; do
   esac
 done
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
-  step configure cmake -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" \
-    -DSDNN_BUILD_TESTS=ON -DSDNN_BUILD_DEVICE_TESTS=ON -DSDNN_BUILD_BENCHMARKS=ON || { echo "configure failed: $LOG"; exit 1; }
+  CMAKE_ARGS=(-DSDNN_BUILD_TESTS=ON -DSDNN_BUILD_DEVICE_TESTS=ON -DSDNN_BUILD_BENCHMARKS=ON)
+  step configure cmake_configure || { echo "configure failed: $LOG"; exit 1; }
   # shellcheck disable=SC2086
-  step build cmake --build "$B" -j"$JOBS" --target $targets || { echo "build failed: $LOG"; exit 1; }
+  step build cmake_build $targets || { echo "build failed: $LOG"; exit 1; }
 fi
 CT=$B/tests/sdnn_cuda_tests
 
@@ -82,7 +80,7 @@ for w in $WHAT; do
   fi
 done
 
-say summary
+say "== summary ($(date -u +%T))"
 tee -a "$LOG" <"$OUT/status"
 lines=$(grep -E "ERROR SUMMARY|All tests passed|test cases:" "$LOG")
 echo "$lines" | tee -a "$LOG"

@@ -9,15 +9,13 @@
 set -uo pipefail
 B=${1:?usage: run_all_benchmarks.sh BUILD_DIR OUT_DIR}
 OUT=${2:?usage: run_all_benchmarks.sh BUILD_DIR OUT_DIR}
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$OUT"
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr -c 'A-Za-z0-9\n' '_' | sed 's/_*$//')
+# shellcheck source=SCRIPTDIR/common/gpu_env.sh
+source "$(dirname "$0")/common/gpu_env.sh"
+here=$SDNN_ROOT/benchmarks
+use_out "$OUT" machine.txt || exit 1
+gpu=$(gpu_name_slug)
 date=$(date -u +%F)
-{
-  echo "date: $(date -u +%FT%TZ)"
-  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-  nvcc --version | tail -1
-} > "$OUT/machine.txt" 2>&1
+GPU_FIELDS=name,driver_version,clocks.max.sm gpu_banner run_all_benchmarks >/dev/null
 export NVIDIA_TF32_OVERRIDE=0  # cuBLAS/cuDNN float baselines also set their math modes explicitly
 
 t0=$(date +%s)
@@ -25,6 +23,7 @@ t0=$(date +%s)
 echo "kernel benchmarks: rc=$? in $(( $(date +%s) - t0 )) s"
 
 t0=$(date +%s)
+# shellcheck disable=SC2086  # CONV_ARGS is split into words on purpose
 SDNN_BENCH_JSON="$OUT/conv_${gpu}_${date}.jsonl" timeout "${CONV_TIMEOUT:-330}" "$B/benchmarks/bench_conv" ${CONV_ARGS:-} \
   > "$OUT/conv_${gpu}_${date}_bench.log" 2>&1
 echo "bench_conv: rc=$? in $(( $(date +%s) - t0 )) s, $(wc -l < "$OUT/conv_${gpu}_${date}.jsonl") lines"

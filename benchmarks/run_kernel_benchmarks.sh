@@ -10,8 +10,10 @@ set -euo pipefail
 B=${1:?usage: run_kernel_benchmarks.sh BUILD_DIR OUT_DIR [--quick]}
 OUT=${2:?usage: run_kernel_benchmarks.sh BUILD_DIR OUT_DIR [--quick]}
 QUICK=${3:-}
-mkdir -p "$OUT"
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr -c 'A-Za-z0-9\n' '_' | sed 's/_*$//')
+# shellcheck source=SCRIPTDIR/common/gpu_env.sh
+source "$(dirname "$0")/common/gpu_env.sh"
+use_out "$OUT" - || exit 1
+gpu=$(gpu_name_slug)
 gpu=${gpu:-gpu}
 date=$(date -u +%F)
 for fam in gemm spmm row_skip; do
@@ -20,7 +22,8 @@ for fam in gemm spmm row_skip; do
   stem="$OUT/kernels_${fam}_${gpu}_${date}"
   rm -f "$stem.jsonl"
   echo "== bench_$fam $(date -u +%T)"
+  # shellcheck disable=SC2086  # $QUICK is empty or --quick: no argument at all when empty
   SDNN_BENCH_JSON="$stem.jsonl" "$exe" $QUICK --benchmark_out="$stem.gbench.json" --benchmark_out_format=json \
     --benchmark_counters_tabular=true
 done
-python3 "$(dirname "$0")/plot.py" "$OUT" "$OUT"/kernels_*_"${gpu}"_"${date}".jsonl || echo "plotting failed" >&2
+python3 "$SDNN_ROOT/benchmarks/plot.py" "$OUT" "$OUT"/kernels_*_"${gpu}"_"${date}".jsonl || echo "plotting failed" >&2

@@ -4,10 +4,12 @@
 # Graph Challenge ablation on the configurations in ABLATION_CONFIGS. Logs under $OUT.
 #   benchmarks/session_gpu.sh [build-dir]
 set -uo pipefail
-cd "$(dirname "$0")/.."
-B=${1:-build-gpu}
-export OUT=${OUT:-$B/session}
-mkdir -p "$OUT"
+# shellcheck source=SCRIPTDIR/common/gpu_env.sh
+source "$(dirname "$0")/common/gpu_env.sh"
+cd "$SDNN_ROOT" || exit 1
+B=${1:-build-gpu}  # relative to the repository root
+use_out "${OUT:-$B/session}" || exit 1
+export OUT  # gpu_check.sh writes its summary.txt there, the lines below append to it
 SANITIZE_FILTER=${SANITIZE_FILTER:-'~[challenge]~[indices_huge]'} RACECHECK_FILTER=${RACECHECK_FILTER:-'[panels_race]'} \
   benchmarks/gpu_check.sh "$B"
 rc=$?
@@ -16,7 +18,7 @@ for tool in memcheck racecheck; do
   SDNN_REQUIRE_GPU=1 timeout 240 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 99 "$CT" \
     "${EXTRA_SANITIZE:-[engine_race],[plan]}" > "$OUT/extra_$tool.log" 2>&1
   r=$?; [ $r -ne 0 ] && rc=1
-  echo "compute-sanitizer $tool on ${EXTRA_SANITIZE:-[engine_race],[plan]}: rc=$r; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/extra_$tool.log" | tail -1) $(grep -E '^(All tests passed|test cases:)' "$OUT/extra_$tool.log" | tail -1)" | tee -a "$OUT/summary.txt"
+  say "compute-sanitizer $tool on ${EXTRA_SANITIZE:-[engine_race],[plan]}: rc=$r; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/extra_$tool.log" | tail -1) $(grep -E '^(All tests passed|test cases:)' "$OUT/extra_$tool.log" | tail -1)"
 done
 if [ -n "${ABLATION_CONFIGS:-}" ]; then
   CONFIGS=$ABLATION_CONFIGS benchmarks/challenge_ablation.sh "$B" "$OUT/ablation" > "$OUT/ablation.log" 2>&1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check of the device training primitives (issue 12: train/op/backward.cuh, train/kernel/backward.cuh):
+# GPU check of the device training primitives (train/op/backward.cuh, train/kernel/backward.cuh):
 # configure + build the device test program only, run its "[train]" cases with
 # SDNN_REQUIRE_GPU=1 (a missing GPU fails), then compute-sanitizer memcheck and racecheck on
 # the same cases. Logs in OUT: summary.txt, build.log (configure + build), tests.log,
@@ -12,29 +12,19 @@ if [ $# -ne 2 ]; then
   echo "usage: $0 BUILD OUT" >&2
   exit 2
 fi
+# shellcheck source=SCRIPTDIR/common/gpu_env.sh
+source "$(dirname "$0")/common/gpu_env.sh"
 # BUILD and OUT are relative to the caller's directory; the script runs from the repository root
-case $1 in /*) B=$1 ;; *) B=$PWD/$1 ;; esac
-mkdir -p "$2" || exit 1
-OUT=$(cd "$2" && pwd) || exit 1
-cd "$(dirname "$0")/.." || exit 1
-summary=$OUT/summary.txt
-: >"$summary"
-say() { echo "$*" | tee -a "$summary"; }
+B=$(abs_path "$1")
+use_out "$2" || exit 1
+cd "$SDNN_ROOT" || exit 1
 
-say "== train_gpu $(date -u +%FT%TZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
-say "nvcc: $(nvcc --version | tail -1)"
+gpu_banner train_gpu
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
-  t0=$(date +%s)
-  if ! cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" -DSDNN_BUILD_TESTS=ON \
-      -DSDNN_BUILD_DEVICE_TESTS=ON >"$OUT/build.log" 2>&1; then
-    say "configure FAILED (see build.log)"; tail -30 "$OUT/build.log"; exit 1
-  fi
-  if ! cmake --build "$B" -j"${JOBS:-16}" --target sdnn_cuda_tests >>"$OUT/build.log" 2>&1; then
-    say "build FAILED (see build.log)"; grep -E 'error|Error' "$OUT/build.log" | head -40 | tee -a "$summary"; exit 1
-  fi
-  say "build: ok in $(( $(date +%s) - t0 )) s"
+  CMAKE_ARGS=(-DSDNN_BUILD_TESTS=ON -DSDNN_BUILD_DEVICE_TESTS=ON)
+  CONFIGURE_LOG=$OUT/build.log BUILD_LOG=$OUT/build.log
+  configure_and_build sdnn_cuda_tests || exit 1
 fi
 
 CT=$B/tests/sdnn_cuda_tests
@@ -47,7 +37,7 @@ SDNN_REQUIRE_GPU=1 "$CT" "[train]" --durations yes >"$OUT/tests.log" 2>&1
 rc=$?
 [ $rc -ne 0 ] && status=1
 say "tests \"[train]\" (SDNN_REQUIRE_GPU=1): rc=$rc in $(( $(date +%s) - t0 )) s; $(grep -E '^(All tests passed|test cases:)' "$OUT/tests.log" | tail -1)"
-grep -E 'FAILED|warning:' "$OUT/tests.log" | head -20 | tee -a "$summary"
+grep -E 'FAILED|warning:' "$OUT/tests.log" | head -20 | tee -a "$SUMMARY"
 
 for tool in memcheck racecheck; do
   t0=$(date +%s)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 (out-of-core weights) on one GPU: builds, runs the weight-store device tests (and
+# Out-of-core weights on one GPU: builds, runs the weight-store device tests (and
 # compute-sanitizer memcheck on them), then graph_challenge bench with the weights resident vs
 # streamed from pinned host memory under a device-memory budget; writes OUT/weight_store.jsonl
 # (one bench JSON line per run, with "label"), OUT/weight_store.md (table: seconds, categories,
@@ -9,7 +9,7 @@
 #   benchmarks/weight_store_gpu.sh BUILD_DIR OUT_DIR
 # env: BIG=1 adds 65536 x 1920 (about 32 GB of CSR: ~30 GB of pinned host memory for the packed
 #      layers plus the host CSR; host generation ~100 s) resident vs --device-memory-budget 4GiB;
-#      JOBS (build jobs, default 16); REPS (timed runs, default 3; BIG runs use 1);
+#      JOBS (build jobs, default 16); ARCH (default 90); REPS (timed runs, default 3; BIG runs use 1);
 #      SKIP_BUILD=1, SKIP_TESTS=1, SKIP_SMALL=1 (no 16384 x 480 runs), BIG_TIMEOUT (s per BIG run);
 #      TESTS (Catch2 filter of the device tests, default [weight_store]; memcheck runs on
 #      SANITIZE_TESTS, default TESTS); ENGINE_RUNS: the depth-first engine resident vs streamed
@@ -18,15 +18,13 @@
 set -uo pipefail
 B=${1:?usage: weight_store_gpu.sh BUILD_DIR OUT_DIR}
 OUT=${2:?usage: weight_store_gpu.sh BUILD_DIR OUT_DIR}
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/.." && pwd)
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
+# shellcheck source=SCRIPTDIR/common/gpu_env.sh
+source "$(dirname "$0")/common/gpu_env.sh"
+here=$SDNN_ROOT/benchmarks
+use_out "$OUT" - || exit 1
 if [ -z "${SKIP_BUILD:-}" ]; then
-  cmake -S "$src" -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSDNN_BUILD_TESTS=ON \
-    > "$OUT/configure.log" 2>&1 || { tail -20 "$OUT/configure.log"; exit 1; }
-  cmake --build "$B" -j"${JOBS:-16}" --target graph_challenge sdnn_cuda_tests > "$OUT/build.log" 2>&1 ||
-    { grep -E "error" "$OUT/build.log" | head -30; exit 1; }
+  CMAKE_ARGS=(-DSDNN_BUILD_TESTS=ON)
+  configure_and_build graph_challenge sdnn_cuda_tests || exit 1
 fi
 exe=$B/examples/graph_challenge/graph_challenge
 tests=$(find "$B" -name sdnn_cuda_tests -type f -perm -u+x | head -1)
@@ -96,7 +94,7 @@ python3 - "$J" "$OUT/weight_store.md" "$tests_rc" "$memcheck_rc" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 out = open(sys.argv[2], "w")
-out.write(f"# weight store (issue 11)\n\ndevice tests: rc={sys.argv[3]}; memcheck: rc={sys.argv[4]}\n\n")
+out.write(f"# weight store\n\ndevice tests: rc={sys.argv[3]}; memcheck: rc={sys.argv[4]}\n\n")
 out.write("| run | rc | seconds | categories | hash | same as resident | streamed GB/run | uploads | copy busy s | H2D GB/s copying | link peak GB/s | % of peak | GB/s over inference |\n")
 out.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 ref = {}
