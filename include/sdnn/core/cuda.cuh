@@ -1,4 +1,6 @@
-// sdnn/core/cuda.cuh - CUDA error checking. Every CUDA call and every launch is checked.
+// sdnn/core/cuda.cuh - CUDA error checking (SDNN_CUDA_CHECK after every call,
+// SDNN_CUDA_CHECK_LAUNCH after every launch) and the cached device queries that plans use
+// (multiprocessor count, compute capability, the default weight budget).
 #pragma once
 
 #include "sdnn/core/config.hpp"
@@ -57,8 +59,8 @@ inline arch current_arch() {
 }
 
 // The device-memory budget of a weight placement (core/weight_placement.hpp) given none: 60% of
-// the current device's free memory, read now (the pipeline's weight store and the depth-first
-// engine's plan).
+// the current device's free memory, read now (every plan that may stream its weights, e.g. the
+// pipeline's weight store).
 inline std::uint64_t default_weight_budget() {
   std::size_t free_b = 0, total_b = 0;
   cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo", __FILE__, __LINE__);

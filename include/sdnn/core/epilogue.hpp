@@ -1,13 +1,7 @@
-// sdnn/core/epilogue.hpp - the fused epilogue shared by every product kernel.
-//
-//   y = min(max(acc + bias, 0), cap)      with each stage optional:
-//   - bias: per output column (bias[col]) plus a scalar (bias_scalar);
-//     with bias_on_zero = false bias is added only where the
-//     accumulated product is nonzero, and a zero product stays exactly zero;
-//   - relu: clamp below at 0;
-//   - cap: clamp above at cap (applied when has_cap).
-// Kernels evaluate it in the accumulator type Acc (float for float/__half, double for
-// double) and convert once on store.
+// sdnn/core/epilogue.hpp - the fused epilogue shared by every product kernel:
+// y = min(max(acc + bias, 0), cap), each stage optional (basic_epilogue below).
+// Kernels evaluate it in the accumulator type Acc (float for float/__half, double for double)
+// and convert once on store.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +10,12 @@
 
 namespace sdnn {
 
+// The stages, in order:
+//   bias: per output column (bias[col]) plus a scalar (bias_scalar); with bias_on_zero = false
+//         bias is added only where the accumulated product is nonzero, and a zero product
+//         stays exactly zero;
+//   relu: clamp below at 0;
+//   cap:  clamp above at cap (applied when has_cap).
 template <class Acc>
 struct basic_epilogue {
   Acc const* bias = nullptr;  // [output columns] or nullptr
@@ -53,7 +53,8 @@ constexpr basic_epilogue<Acc> epilogue_relu(Acc const* bias = nullptr) {
   e.relu = true;
   return e;
 }
-// Bias only on nonzero products, then ReLU and a cap (the Sparse DNN Graph Challenge's layer, cap 32).
+// Bias only on nonzero products, then ReLU and a cap (default 32): the layer of a capped-ReLU
+// network such as the Sparse DNN Graph Challenge's.
 template <class Acc = float>
 constexpr basic_epilogue<Acc> epilogue_capped_relu(Acc bias, Acc cap = Acc(32)) {
   basic_epilogue<Acc> e;

@@ -1,24 +1,11 @@
-// sdnn/core/error.hpp - the exceptions thrown at the host boundary.
+// sdnn/core/error.hpp - the exceptions thrown at the host boundary, and the macros that throw them.
 //
-// Device code never throws. Host entry points check their arguments and throw a member of
-// one family, rooted at sdnn::error (a std::runtime_error):
-//
-//   sdnn::error                     bad argument or input; the message says what was expected,
-//   |                               what came, and where (file:line)
-//   +- dimension_mismatch           operand shapes that do not fit together
-//   +- not_compiled                 a backend this build does not contain (e.g. a device member
-//   |                               called in a build without CUDA); names the function
-//   +- library_error                a failed call into a vendor library; carries the library,
-//      |                            the call and the status (number and text)
-//      +- cuda_error                CUDA runtime           (status: cudaError_t)
-//      +- cusparse_error            cuSPARSE               (status: cusparseStatus_t)
-//      +- cublas_error              cuBLAS                 (status: cublasStatus_t)
-//      +- cudnn_error               cuDNN                  (status: cudnnStatus_t)
-//
-// Messages read "<library>: `<call>` failed: <STATUS_NAME> (<description>) [file:line]".
-// This header needs no CUDA headers: statuses are held as int; the *_CHECK macros that build
-// these exceptions live beside each library (core/cuda.cuh, linear/vendor/*.cuh, conv/vendor/*.cuh).
-// Destructors never throw: a failed release is reported on stderr (detail::report_release).
+// Device code never throws. Host entry points check their arguments and throw a member of one
+// family rooted at sdnn::error (a std::runtime_error); a message says what was expected, what
+// came, and where (file:line). The family: docs/foundation.md#errors. This header needs no CUDA
+// headers (statuses are held as int); the *_CHECK macros that build the library errors live
+// beside each library (core/cuda.cuh, linear/vendor/*.cuh, conv/vendor/*.cuh). Destructors
+// never throw: a failed release is reported on stderr (detail::report_release).
 #pragma once
 
 #include <cstddef>
@@ -29,6 +16,7 @@
 
 namespace sdnn {
 
+// A bad argument or input: the message says what was expected, what came, and where.
 class error : public std::runtime_error {
  public:
   explicit error(std::string const& what) : std::runtime_error(what) {}
@@ -42,7 +30,8 @@ class dimension_mismatch : public error {
   using error::error;
 };
 
-// A backend this build does not contain. function() names the member or op that was called.
+// A backend this build does not contain (e.g. a device member called in a build without CUDA).
+// function() names the member or op that was called.
 class not_compiled : public error {
  public:
   not_compiled(std::string function, std::string const& remedy, char const* file, int line)
@@ -53,7 +42,9 @@ class not_compiled : public error {
   std::string function_;
 };
 
-// A failed call into CUDA or a vendor library.
+// A failed call into CUDA or a vendor library; carries the library, the call and the status
+// (number and text). Messages read "<library>: `<call>` failed: <STATUS_NAME> (<description>)
+// [file:line]".
 class library_error : public error {
  public:
   library_error(std::string library, std::string call, int status, std::string status_text, char const* file,
@@ -74,7 +65,7 @@ class library_error : public error {
   std::string status_text_;
 };
 
-// status() is a cudaError_t; code() is kept as its older name.
+// status() is a cudaError_t; code() returns the same value.
 class cuda_error : public library_error {
  public:
   cuda_error(std::string call, int status, std::string status_text, char const* file, int line)

@@ -1,34 +1,11 @@
 // sdnn/core/plan.hpp - the one protocol that every op plan, layer and pipeline follows.
 //
-// Inference operands (weights) are static, so work is split into a plan, made once, and runs,
-// made many times. In the spirit of CUTLASS's device operators:
-//
-//   auto why = Plan::can_implement(shape...);   // static; plan_status: ok, or why not
-//   Plan p(operand, exec, options);             // checks (throws sdnn::error with the same
-//                                               // reason), then plans: uploads, transposes,
-//                                               // reorders, sizes and (by default) allocates
-//                                               // its workspace. May synchronise exec.stream
-//                                               // only where the plan's comment says so.
-//   p.workspace_bytes()                         // scratch that run() needs
-//   p.run(exec, operands..., ws = {})           // const; enqueues on exec.stream and returns;
-//                                               // never allocates, never frees, never
-//                                               // synchronises (except where documented, e.g.
-//                                               // a vendor baseline that reads a count back)
-//
-// Workspace: by default the plan owns a workspace of workspace_bytes(), allocated at
-// construction. A caller that manages memory itself passes plan_options{.own_workspace =
-// false} and gives every run() a `workspace` of at least workspace_bytes() bytes, aligned to
-// workspace::alignment; run() checks the size.
-//
-// Streams. A plan is made on one stream (its "home" stream: its buffers are allocated there,
-// stream-ordered) and may run on any stream. Runs on the same stream are ordered by the
-// stream. Runs on different streams that share a plan's own workspace race: give each stream
-// its own caller-supplied workspace (or its own plan). Destroying a plan never frees memory
-// that a run still uses: the plan remembers every stream it ran on, and its destructor makes
-// the home stream wait (an event, no host synchronisation) for the work already enqueued on
-// those streams before its buffers are released on the home stream. So the streams a plan
-// ran on must still exist when it is destroyed. A CUDA Graph captured from run() refers to
-// the plan's memory: destroy the graph first.
+// Inference weights are static, so work is split into a plan, made once, and runs, made many
+// times: Plan::can_implement(shape...) says why a problem cannot run; the constructor checks the
+// same (throwing sdnn::error), then uploads, reorders and sizes its workspace; run() is const,
+// enqueues on exec.stream and never allocates, frees or synchronises (except where documented).
+// A plan's buffers are released on the stream it was made on, after the work of every stream it
+// ran on: those streams must outlive it. In full: docs/foundation.md#the-plan-protocol.
 #pragma once
 
 #include <cstddef>
@@ -52,7 +29,11 @@ class plan_status {
   std::string why_;
 };
 
-// Caller-supplied scratch memory for run(): device memory, `bytes` long.
+// Caller-supplied scratch memory for run(): device memory, `bytes` long. By default a plan owns
+// a workspace of workspace_bytes(), allocated at construction; a caller that manages memory
+// itself passes plan_options{.own_workspace = false} and gives every run() a workspace of at
+// least workspace_bytes() bytes, aligned to `alignment`; run() checks the size. Runs on different
+// streams that share one workspace race: give each stream its own.
 struct workspace {
   static constexpr std::size_t alignment = 256;
   void* data = nullptr;

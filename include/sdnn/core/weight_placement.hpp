@@ -1,6 +1,6 @@
 // sdnn/core/weight_placement.hpp - where a network's weights live during a run, and the byte
-// sizes of device-memory budgets: the one vocabulary of the layer-wise pipeline's weight store
-// (pipeline/weight_store.hpp) and the depth-first engine's plan (challenge/engine.hpp).
+// sizes of device-memory budgets: the one vocabulary of every plan that may stream its weights
+// from host memory (e.g. the layer-wise pipeline's weight store, pipeline/weight_store.hpp).
 #pragma once
 
 #include <cctype>

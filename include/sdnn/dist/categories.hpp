@@ -1,13 +1,10 @@
 // sdnn/dist/categories.hpp - from each rank's categories to the program's (host only; no MPI).
 //
-// A rank runs inference on its block [begin, end) of the inputs and gets its categories as
-// 1-based ids local to the block (reference::challenge_categories, or an engine's run), in
-// ascending order. to_global_ids turns them into the program's 1-based ids (local + begin) as
-// int64. merge_categories joins the ranks' lists (in rank order) into one ascending list: with
-// contiguous blocks in rank order that is the concatenation, checked; lists from any other
-// split are sorted. Either way a duplicate id (two ranks claiming one input), an id < 1, or an
-// id outside the rank's block when a partition is given, is an sdnn::error: never a silently
-// wrong or partial list.
+// A rank runs inference on its block [begin, end) of the inputs and gets its categories (the
+// inputs the run selects, e.g. those still active after the last layer) as ascending 1-based ids
+// local to the block. to_global_ids turns them into the program's ids; merge_categories joins the
+// ranks' lists into one ascending list. A duplicate id (two ranks claiming one input), an id < 1,
+// or an id outside the rank's block is an sdnn::error: never a silently wrong or partial list.
 #pragma once
 
 #include <algorithm>
@@ -21,7 +18,8 @@
 
 namespace sdnn::dist {
 
-// Local 1-based ids (strictly ascending, each in [1, block.size()]) -> global 1-based ids.
+// Local 1-based ids (strictly ascending, each in [1, block.size()]) -> global 1-based ids
+// (local + block.begin, as int64).
 template <class Id>
 std::vector<std::int64_t> to_global_ids(std::vector<Id> const& local, input_range block) {
   std::vector<std::int64_t> out;
@@ -41,7 +39,8 @@ std::vector<std::int64_t> to_global_ids(std::vector<Id> const& local, input_rang
 
 // ids holds every rank's list one after the other (rank 0 first), counts[r] entries of rank r
 // (the layout MPI_Gatherv produces). With a partition (parts == counts.size()), rank r's ids
-// must lie in its block (1-based: begin + 1 .. end).
+// must lie in its block (1-based: begin + 1 .. end). With contiguous blocks in rank order the
+// result is the concatenation, checked; lists from any other split are sorted.
 inline std::vector<std::int64_t> merge_categories(std::vector<std::int64_t> ids, std::vector<std::int64_t> const& counts,
                                                   partition const* blocks = nullptr) {
   std::int64_t total = 0;

@@ -2,50 +2,10 @@
 //
 // Needs MPI: link the CMake target sdnn::mpi (sdnn::sdnn + MPI::MPI_CXX, SDNN_HAS_MPI=1; built
 // when find_package(MPI COMPONENTS CXX) finds an MPI, e.g. `apt-get install libopenmpi-dev`).
-// The rest of sdnn/dist (partition, categories, signature, timing) needs no MPI. Only the C
-// API of MPI is used (OpenMPI, MPICH, ...). The program owns MPI_Init / MPI_Finalize.
-//
-// A distributed Graph Challenge run, one rank per process (examples/dist_challenge):
-//
-//   int rc = dist::mpi::run_guarded(comm, "my_program", [&] {
-//     dist::mpi::collective_step(comm, "reading the network", [&] { layers = ...; y = ...; });
-//     dist::mpi::check_agreement(comm, dist::network_signature(layers, bias, cap, y.rows()));
-//     auto const p = dist::block_partition(y.rows(), dist::mpi::size(comm));  // or nnz_partition
-//     auto const mine = p.range(dist::mpi::rank(comm));
-//     std::vector<std::int64_t> ids;
-//     dist::stopwatch clock;
-//     dist::mpi::collective_step(comm, "inference", [&] {
-//       auto const yr = dist::slice_rows(y.view(), mine);
-//       ids = dist::to_global_ids(reference::challenge_categories(reference::challenge_infer(yr, layers, bias)), mine);
-//     });
-//     double const seconds = clock.seconds();
-//     auto const all = dist::mpi::gather_categories(comm, ids, &p);  // rank 0: every id, ascending
-//     auto const times = dist::mpi::gather_times(comm, seconds);     // rank 0: one per rank
-//     if (dist::mpi::rank(comm) == 0) std::fputs(dist::timing_report(times).c_str(), stdout);
-//   });
-//   MPI_Finalize();
-//   return rc;
-//
-// Failure, never a hang: every helper below either returns on every rank or throws a
-// collective_error on every rank, with the same message, because each decides from data all
-// ranks hold after the same collective calls:
-//   collective_step(comm, what, f)  runs the local work f (reading, building, computing: f must
-//                                   not communicate) and then agrees: if f threw on any rank,
-//                                   every rank throws rank_failure naming the first failing
-//                                   rank and its message.
-//   check_agreement(comm, sig)      MPI_Allreduce of the fields' min and max: any field that
-//                                   differs (or a different list of fields) makes every rank
-//                                   throw mismatch_error naming each differing field and which
-//                                   ranks hold which value.
-//   gather_categories(comm, ids)    MPI_Allgather of the counts (int64), MPI_Gatherv of the ids
-//                                   (MPI_INT64_T) to the root, which merges and checks them
-//                                   (dist::merge_categories) and broadcasts the verdict.
-// run_guarded(comm, program, body) turns the outcome into an exit status: 0; or, on a
-// collective_error, "program: rank R: error: ..." on stderr on every rank and 1 (each rank then
-// finalizes and exits non-zero); any other exception was seen by one rank only, which
-// prints it and calls MPI_Abort (mpiexec then ends every rank, non-zero). A failed MPI call
-// throws library_error ("MPI: `call` failed: ...") when the communicator's error handler
-// returns errors; under MPI's default handler (MPI_ERRORS_ARE_FATAL) MPI aborts the job itself.
+// The rest of sdnn/dist (partition, categories, signature, timing) needs no MPI. Only the C API
+// of MPI is used (OpenMPI, MPICH, ...); the program owns MPI_Init / MPI_Finalize. Failure, never
+// a hang: every helper returns on every rank or throws a collective_error on every rank, with the
+// same message. A whole run, and why no rank waits forever: docs/foundation.md#distributed-runs.
 #pragma once
 
 #if !defined(SDNN_HAS_MPI) || !SDNN_HAS_MPI
@@ -77,7 +37,8 @@
 
 namespace sdnn::dist::mpi {
 
-// Thrown on every rank of the communicator with the same message (see the header comment).
+// Thrown on every rank of the communicator with the same message: each helper decides from data
+// all ranks hold after the same collective calls, so every rank reaches the same verdict.
 class collective_error : public ::sdnn::error {
  public:
   using ::sdnn::error::error;
@@ -179,9 +140,10 @@ inline std::string describe_values(std::vector<std::uint64_t> const& per_rank, f
 }
 }  // namespace detail
 
-// Runs local work on every rank, then agrees on the outcome (see the header comment).
-// `step` must not make MPI calls on comm: a rank that throws in the middle of one would
-// leave the others waiting in it.
+// Runs the local work `step` on every rank (reading, building, computing), then agrees on the
+// outcome: if it threw on any rank, every rank throws rank_failure naming the first failing rank
+// and its message. `step` must not make MPI calls on comm: a rank that throws in the middle of
+// one would leave the others waiting in it.
 template <class Step>
 void collective_step(MPI_Comm comm, char const* what, Step&& step) {
   bool ok = true;
@@ -208,7 +170,9 @@ void collective_step(MPI_Comm comm, char const* what, Step&& step) {
                      first, failed);
 }
 
-// Every rank must hold the same signature (same fields, same values); see the header comment.
+// Every rank must hold the same signature (same fields, same values). MPI_Allreduce of the
+// fields' min and max: any field that differs (or a different list of fields) makes every rank
+// throw mismatch_error naming each differing field and which ranks hold which value.
 inline void check_agreement(MPI_Comm comm, signature const& sig) {
   int const ranks = size(comm);
   auto const& fields = sig.fields();
@@ -265,11 +229,12 @@ inline partition broadcast_partition(MPI_Comm comm, partition const& p, int root
   return partition(std::move(off));
 }
 
-// Every rank's global 1-based category ids (ascending; dist::to_global_ids) to root, which
-// returns them merged and checked (ascending, no duplicates; with `blocks`, each rank's ids in
-// its block); the other ranks return an empty list. A bad list throws collective_error on
-// every rank. MPI_Gatherv counts are int: more than INT_MAX ids in all is refused (every
-// rank knows the counts, so every rank throws).
+// Every rank's global 1-based category ids (ascending; dist::to_global_ids) to root
+// (MPI_Allgather of the counts as int64, MPI_Gatherv of the ids as MPI_INT64_T), which returns
+// them merged and checked by dist::merge_categories (ascending, no duplicates; with `blocks`,
+// each rank's ids in its block) and broadcasts the verdict; the other ranks return an empty
+// list. A bad list throws collective_error on every rank. MPI_Gatherv counts are int: more than
+// INT_MAX ids in all is refused (every rank knows the counts, so every rank throws).
 inline std::vector<std::int64_t> gather_categories(MPI_Comm comm, std::vector<std::int64_t> const& mine,
                                                    partition const* blocks = nullptr, int root = 0) {
   int const ranks = size(comm), me = rank(comm);
@@ -327,8 +292,12 @@ inline std::vector<std::int64_t> gather_counts(MPI_Comm comm, std::int64_t count
   return all;
 }
 
-// Runs body() and returns the exit status (see the header comment): 0; 1 after printing
-// "program: rank R: error: ..." for a collective_error; MPI_Abort for anything else.
+// Runs body() and returns the exit status: 0; or, on a collective_error, "program: rank R: error:
+// ..." on stderr on every rank and 1 (each rank then finalizes and exits non-zero); any other
+// exception was seen by one rank only, which prints it and calls MPI_Abort (mpiexec then ends
+// every rank, non-zero). A failed MPI call throws library_error ("MPI: `call` failed: ...") when
+// the communicator's error handler returns errors; under MPI's default handler
+// (MPI_ERRORS_ARE_FATAL) MPI aborts the job itself.
 template <class Body>
 int run_guarded(MPI_Comm comm, char const* program, Body&& body) {
   int me = -1;

@@ -1,26 +1,10 @@
 // sdnn/dist/partition.hpp - which inputs each rank computes (host only; needs no MPI).
 //
-// A partition splits n inputs (rows of the input matrix Y, 0-based) over P ranks into
-// contiguous blocks in rank order: rank r computes rows [offsets[r], offsets[r + 1]). Every
-// rank can compute the same partition from the same data (the functions are deterministic,
-// integer-only), or rank 0 computes it and broadcasts it (dist::mpi::broadcast_partition).
-//
-// block_partition(n, P)        sizes differ by at most one: the first n mod P ranks hold
-//                              n / P + 1 inputs, the others n / P. A rank may hold none (n < P).
-// weighted_partition(costs, P) balances the sum of per-input costs (any costs >= 0). Cut k
-//                              (k = 1..P-1) is placed where the running cost is nearest to
-//                              k * total / P, so every rank's cost is within one input's
-//                              cost (the largest) of total / P. All costs 0: block_partition.
-// nnz_partition(Y, P, base)    weighted_partition with cost(i) = nnz of row i + base: work
-//                              grows with an input's nonzeros, and `base` (default 1) counts
-//                              the per-row overhead so empty rows are not free. For the Graph
-//                              Challenge this is a proxy: an input's real cost is how many
-//                              layers it lives through, known only after the run; a user who
-//                              has better costs (a probe run of the first layers, a previous
-//                              run's timings) passes them to weighted_partition.
-//
-// slice_rows(Y, range) copies rows [begin, end) of a host CSR matrix into a new matrix
-// (row_ptr rebased to 0): what a rank runs inference on.
+// A partition splits n inputs (rows of the input matrix Y, 0-based) over P ranks into contiguous
+// blocks in rank order: rank r computes rows [offsets[r], offsets[r + 1]). The functions are
+// deterministic and integer-only, so every rank can compute the same partition from the same data,
+// or rank 0 computes it and broadcasts it (dist::mpi::broadcast_partition). block_partition,
+// weighted_partition and nnz_partition place the cuts; slice_rows copies a rank's rows out.
 #pragma once
 
 #include <algorithm>
@@ -92,7 +76,7 @@ class partition {
 };
 
 // n inputs over `parts` ranks, sizes differing by at most one (the first n mod parts ranks
-// hold one more).
+// hold n / parts + 1, the others n / parts). A rank may hold none (n < parts).
 inline partition block_partition(std::int64_t n, int parts) {
   SDNN_EXPECTS(n >= 0, "dist::block_partition: the number of inputs must be >= 0, got ", n);
   SDNN_EXPECTS(parts >= 1, "dist::block_partition: the number of parts (ranks) must be >= 1, got ", parts);
@@ -107,6 +91,7 @@ inline partition block_partition(std::int64_t n, int parts) {
 // lower index on a tie), never before cut k - 1; so |S[c_k] - k * total / parts| <= max cost / 2
 // and every rank's cost is within the largest single cost of total / parts.
 // total * parts must fit in int64 (costs are counts, so this holds up to ~9e18 / parts).
+// All costs 0: block_partition.
 inline partition weighted_partition(std::vector<std::int64_t> const& costs, int parts) {
   SDNN_EXPECTS(parts >= 1, "dist::weighted_partition: the number of parts (ranks) must be >= 1, got ", parts);
   std::int64_t const n = static_cast<std::int64_t>(costs.size());
@@ -142,7 +127,11 @@ inline partition weighted_partition(std::vector<std::int64_t> const& costs, int 
   return partition(std::move(off));
 }
 
-// cost(i) = nnz of row i + base (base >= 0): see the header comment.
+// cost(i) = nnz of row i + base (base >= 0): work grows with an input's nonzeros, and `base`
+// (default 1) counts the per-row overhead so empty rows are not free. A proxy where an input's
+// real cost is known only after the run (e.g. how many layers of a network it stays active
+// through): a user who has better costs (a probe run of the first layers, a previous run's
+// timings) passes them to weighted_partition.
 template <class T, class Index>
 std::vector<std::int64_t> nnz_costs(csr_view<T, Index> y, std::int64_t base = 1) {
   SDNN_EXPECTS(base >= 0, "dist::nnz_costs: base must be >= 0, got ", base);
@@ -157,7 +146,8 @@ partition nnz_partition(csr_view<T, Index> y, int parts, std::int64_t base = 1) 
   return weighted_partition(nnz_costs(y, base), parts);
 }
 
-// Rows [r.begin, r.end) of y as a new host matrix (same columns, row_ptr rebased to 0).
+// Rows [r.begin, r.end) of y as a new host matrix (same columns, row_ptr rebased to 0): what a
+// rank runs inference on.
 template <class T, class Index>
 csr_matrix<T, Index> slice_rows(csr_view<T, Index> y, input_range r) {
   SDNN_EXPECTS(r.begin >= 0 && r.begin <= r.end && r.end <= static_cast<std::int64_t>(y.rows),

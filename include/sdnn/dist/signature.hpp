@@ -1,20 +1,9 @@
-// sdnn/dist/signature.hpp - what every rank must agree on before a distributed run (host
-// only; no MPI). dist::mpi::check_agreement compares a signature across ranks.
-//
-// A signature is an ordered list of named 64-bit fields: counts (layers, neurons, nonzeros,
-// inputs), float parameters (bias, cap: their bit patterns) and hashes of whole arrays.
-// network_signature(layers, bias, cap, inputs) describes a sparse network run: the number of
-// layers, the neurons (rows of layer 0), the total weight nonzeros, one hash over every
-// layer's sizes, row_ptr, col_idx and values, bias and cap, and the number of inputs; add
-// "inputs hash" (hash_csr of Y) when every rank holds all the inputs. Any other program
-// builds its own with add(...).
-//
-// hash_csr hashes the sizes (as int64) and the bytes of row_ptr, col_idx and values: equal
-// matrices of the same types hash equal on ranks of the same byte order; values are compared
-// bit for bit (0.0 and -0.0 differ). The hash (64-bit, xxHash-style rounds over 8-byte words
-// and a final avalanche) detects accidental disagreement (a different file, layer count,
-// seed or edit); it is not cryptographic. It reads every byte once: about 1 GB/s or more
-// per core, so a 32 GB network costs seconds; a program may hash fewer fields for such sizes.
+// sdnn/dist/signature.hpp - what every rank must agree on before a distributed run (host only;
+// no MPI). A signature is an ordered list of named 64-bit fields: counts, float parameters (their
+// bit patterns) and hashes of whole arrays; dist::mpi::check_agreement compares it across ranks.
+// network_signature describes a sparse network run; any other program builds its own with
+// add(...). The hash detects accidental disagreement (a different file, layer count, seed or
+// edit); it is not cryptographic.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +20,9 @@
 
 namespace sdnn::dist {
 
+// 64-bit, xxHash-style rounds over 8-byte words and a final avalanche. It reads every byte once:
+// about 1 GB/s or more per core, so a 32 GB network costs seconds; a program may hash fewer
+// fields for such sizes.
 class hasher {
  public:
   void bytes(void const* data, std::size_t n) {
@@ -94,6 +86,9 @@ class hasher {
   std::size_t fill_ = 0;
 };
 
+// Hashes the sizes (as int64) and the bytes of row_ptr, col_idx and values: equal matrices of
+// the same types hash equal on ranks of the same byte order; values are compared bit for bit
+// (0.0 and -0.0 differ).
 template <class T, class Index>
 void hash_csr(hasher& h, csr_view<T, Index> m) {
   h.value(static_cast<std::int64_t>(m.rows));
@@ -169,7 +164,9 @@ inline std::string format_field(field_kind kind, std::uint64_t v) {
   return buf;
 }
 
-// A sparse network run: its layers, bias, cap and the number of inputs.
+// A sparse network run: the number of layers, the neurons (rows of layer 0), the total weight
+// nonzeros, one hash over every layer's sizes, row_ptr, col_idx and values, bias and cap, and the
+// number of inputs. Add "inputs hash" (hash_csr of Y) when every rank holds all the inputs.
 template <class T, class Index>
 signature network_signature(std::vector<csr_matrix<T, Index>> const& layers, float bias, float cap,
                               std::int64_t inputs) {

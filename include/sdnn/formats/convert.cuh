@@ -1,18 +1,10 @@
-// sdnn/formats/convert.cuh - device conversions among COO, CSR, ELL, tiled-dense and dense.
-//
-// Same names as the host conversions (formats/convert.hpp), with a trailing cuda_exec;
-// inputs and results live in device_space:
-//   to_csr(coo | ell | dense | tiled), to_coo(csr | dense), to_ell(csr[, width]),
-//   to_dense(csr | coo | ell | tiled), to_tiled_dense(csr | dense[, tile_rows, tile_cols]),
-//   transpose(csr matrix or device csr_view).
-// Everything is enqueued on exec.stream (allocations too: cudaMallocAsync) and built from
-// CUB / Thrust primitives (radix sort, exclusive scan, reduce, segmented reduce, select,
-// vectorised binary search) plus one-thread-per-element copy kernels (core/kernel/for_each.cuh). These functions
-// never synchronise, EXCEPT where an output size must be read back to allocate the
-// result; each such function says "Synchronises exec.stream" in its comment:
-//   to_ell (the longest row), to_csr / to_coo from dense or tiled (nnz),
-//   to_tiled_dense (the number of occupied tiles).
-// The results equal the host conversions exactly (same integers, same values).
+// sdnn/formats/convert.cuh - device conversions among COO, CSR, ELL, tiled-dense and dense: the
+// names of the host conversions (formats/convert.hpp) with a trailing cuda_exec, inputs and
+// results in device_space, results equal to the host's exactly (same integers, same values).
+// Everything is enqueued on exec.stream (allocations too: cudaMallocAsync), built from CUB /
+// Thrust primitives and the one-thread-per-element kernel of core/kernel/for_each.cuh. Nothing
+// synchronises EXCEPT where an output size must be read back to allocate the result; each such
+// function says "Synchronises exec.stream" (docs/foundation.md#conversions lists them).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,18 +1,11 @@
 // sdnn/formats/convert.hpp - host conversions among COO, CSR, ELL, tiled-dense and dense.
 //
-// Naming: the result format is the function name and the source is the argument:
-//   to_csr(x), to_coo(x), to_ell(x[, width]), to_dense(x), to_tiled_dense(x[, tile_rows, tile_cols]),
-//   transpose(csr) -> csr (the CSC arrays of the input, read as a CSR of the transpose).
-// Each takes an optional trailing host_exec; the device versions (formats/convert.cuh)
-// have the same names with a trailing cuda_exec. Where the source carries no index type
-// (dense, tiled-dense) the CSR/COO index type is the first template argument, default
-// int32_t: to_csr<std::int64_t>(dense).
-//
-// All conversions are exact: entries keep their values and the canonical (row, col)
-// order. From a (tiled-)dense source, an entry is stored when its value is nonzero (-0
-// counts as zero); from a sparse source, stored entries are kept even when their value is
-// zero, except in to_dense / to_tiled_dense where they are just zeros (a tiled tile is
-// occupied only if it holds a nonzero value).
+// The result format is the function name and the source the argument: to_csr(x), to_coo(x),
+// to_ell(x[, width]), to_dense(x), to_tiled_dense(x[, tile_rows, tile_cols]), transpose(csr);
+// each takes an optional trailing host_exec (formats/convert.cuh has the same names with a
+// trailing cuda_exec). Where the source carries no index type (dense, tiled-dense) the CSR/COO
+// index type is the first template argument, default int32_t: to_csr<std::int64_t>(dense).
+// Every conversion is exact (docs/foundation.md#conversions).
 #pragma once
 
 #include <algorithm>
@@ -126,7 +119,8 @@ csr_matrix<T, Index> to_csr(ell_matrix<T, Index, host_space> const& a, host_exec
 }
 
 // ---------------------------------------------------------------------------------------
-// CSR <-> dense
+// CSR <-> dense. From a dense source an entry is stored when its value is nonzero (-0 counts
+// as zero); to a dense result, stored zeros of a sparse source are just zeros.
 
 template <class T, class Index>
 dense_matrix<T> to_dense(csr_matrix<T, Index, host_space> const& a, host_exec = {}) {
@@ -179,7 +173,9 @@ coo_matrix<T, Index> to_coo(dense_matrix<T, host_space> const& a, host_exec e = 
 }
 
 // ---------------------------------------------------------------------------------------
-// CSR <-> tiled-dense (and dense <-> tiled-dense)
+// CSR <-> tiled-dense (and dense <-> tiled-dense). A tile is occupied only if it holds a nonzero
+// value (a stored zero of a sparse source occupies nothing); back to CSR, an entry is stored
+// when its value is nonzero.
 
 template <class T, class Index>
 tiled_dense_matrix<T> to_tiled_dense(csr_matrix<T, Index, host_space> const& a, std::int64_t tile_rows,

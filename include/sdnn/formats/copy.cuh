@@ -1,13 +1,11 @@
-// sdnn/formats/copy.cuh - moving matrices between host and device, and device validate().
-//
-//   to_device(host_matrix, cuda_exec) -> the same matrix in device_space. Enqueued on
-//     exec.stream; returns once the host source has been read (pageable host memory is
-//     staged by CUDA before cudaMemcpyAsync returns), so the source may be destroyed.
-//   to_host(device_matrix, cuda_exec) -> the same matrix in host_space. SYNCHRONISES
-//     exec.stream: the result is complete and readable when it returns.
-//   validate(device_matrix, cuda_exec): copies to the host and validates there, so it
-//     SYNCHRONISES exec.stream; meant for tests and debugging, not the inference path.
-// Defined for csr_matrix, coo_matrix, ell_matrix, tiled_dense_matrix and dense_matrix.
+// sdnn/formats/copy.cuh - moving matrices between host and device, and device validate(), for
+// csr_matrix, coo_matrix, ell_matrix, tiled_dense_matrix and dense_matrix:
+//   to_device(host_matrix, cuda_exec)   enqueued on exec.stream; returns once the host source has
+//                                       been read (pageable memory is staged by CUDA before
+//                                       cudaMemcpyAsync returns), so the source may be destroyed;
+//   to_host(device_matrix, cuda_exec)   SYNCHRONISES exec.stream: the result is readable on return;
+//   validate(device_matrix, cuda_exec)  copies to the host and validates there (SYNCHRONISES); for
+//                                       tests and debugging, not the inference path.
 #pragma once
 
 #include <cuda_runtime.h>

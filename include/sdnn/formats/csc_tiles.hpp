@@ -1,18 +1,8 @@
 // sdnn/formats/csc_tiles.hpp - footprint tiles of a sparse matrix in CSC (B given as its
 // transpose bt, n x k CSR), the layout of the tiled dense x sparse product
-// (linear/kernel/spmm_dense_csc.cuh, dense_csc_tiled_spmm):
-//
-// Output columns with identical input lists are grouped (RadiX-Net challenge layers: 16
-// columns share each list of 32 inputs), and groups are packed into tiles of at most
-// `tile_cols` columns whose union of inputs (the footprint) has at most `max_footprint`
-// entries. A block stages the footprint of its tile for `Rows` activation rows in shared
-// memory (one gather per footprint entry instead of one per nonzero: 16x fewer for the
-// challenge layers) and computes the tile's columns from shared memory, with the inputs
-// re-indexed into the footprint (16-bit local indices). Works for any CSR: without shared
-// input lists a tile simply holds fewer columns.
-//
-// csc_tiles_host holds the arrays on the host, csc_tiles_view points at device (or host)
-// copies; build_csc_tiles is a host conversion (no CUDA needed).
+// (linear/kernel/spmm_dense_csc.cuh, dense_csc_tiled_spmm). csc_tiles_host holds the arrays on
+// the host, csc_tiles_view points at device (or host) copies; build_csc_tiles is a host
+// conversion (no CUDA needed). What a tile is and why: on csc_tiles_host below.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +16,13 @@
 
 namespace sdnn {
 
+// Output columns with identical input lists are grouped, and groups are packed into tiles of at
+// most `tile_cols` columns whose union of inputs (the footprint) has at most `max_footprint`
+// entries. A block stages the footprint of its tile for `Rows` activation rows in shared memory
+// (one gather per footprint entry instead of one per nonzero: 16x fewer where 16 columns share
+// each list of 32 inputs, as in RadiX-Net layers) and computes the tile's columns from shared
+// memory, with the inputs re-indexed into the footprint (16-bit local indices). Works for any
+// CSR: without shared input lists a tile simply holds fewer columns.
 template <class T>
 struct csc_tiles_host {
   std::int32_t n = 0, k = 0, tiles = 0, max_footprint = 0;

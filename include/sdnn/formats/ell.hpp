@@ -1,14 +1,7 @@
-// sdnn/formats/ell.hpp - ELLPACK sparse matrix: a fixed number of slots per row.
-//
-// Layout: width slots per row, stored column-major: slot k of row i is at k * rows + i,
-// so a one-thread-per-row kernel reading slot k across a warp touches consecutive
-// addresses (coalesced). Invariants (checked by validate()):
-//   col_idx and values have width * rows entries;
-//   in each row, the stored entries come first with strictly increasing columns in
-//   [0, cols), followed only by padding slots, marked col_idx = -1 and value 0, so
-//   kernels may stop (or skip) at the first padding slot and padding adds nothing;
-//   nnz equals the number of non-padding slots.
-// Converting from CSR uses width = max row nnz unless a larger width is requested.
+// sdnn/formats/ell.hpp - ELLPACK sparse matrix: a fixed number of slots per row, stored
+// column-major so that a one-thread-per-row kernel reading slot k across a warp touches
+// consecutive addresses (coalesced); rows shorter than the width end in padding slots.
+// Owning container, view, validation; the layout and invariants are on ell_matrix below.
 #pragma once
 
 #include <algorithm>
@@ -41,6 +34,14 @@ struct ell_view {
 template <class Index>
 inline constexpr Index ell_padding = Index(-1);
 
+// Layout: width slots per row, column-major: slot k of row i is at k * rows + i.
+// Invariants (checked by validate()):
+//   col_idx and values have width * rows entries;
+//   in each row, the stored entries come first with strictly increasing columns in
+//   [0, cols), followed only by padding slots, marked col_idx = -1 and value 0, so
+//   kernels may stop (or skip) at the first padding slot and padding adds nothing;
+//   nnz equals the number of non-padding slots.
+// Converting from CSR uses width = max row nnz unless a larger width is requested.
 template <class T, class Index = std::int32_t, class Space = host_space>
 class ell_matrix {
   static_assert(is_index_type_v<Index>, "ell_matrix: Index must be int32_t or int64_t");

@@ -1,39 +1,10 @@
-// sdnn/formats/quantized.hpp - quantized value encodings of CSR weights (host containers and
-// the host conversions to and from float CSR):
-//
-//   quantized_csr<int8_encoding>       row_ptr/col_idx of the float CSR + one int8 per stored
-//                                      value and a scale (and zero point) per layer or per
-//                                      output channel (column j of W, which is in x out);
-//   quantized_csr<codebook4_encoding>  row_ptr/col_idx + a 4-bit index per stored value
-//                                      (two per byte, entry p in byte p/2, low nibble when p is
-//                                      even) into a 16-entry half-precision codebook (per layer).
-// decode(p, col) gives the float a stored value stands for; dequantize() builds the float CSR
-// of decoded values, so a product of the quantized matrix that decodes on the fly equals the
-// product of dequantize(q) bit for bit when both sum in the same order (linear/op/quantized_spmm.hpp).
-//
-// int8 (linear, "fake-quant" convention):
-//   symmetric:  s = T / 127, z = 0, q = clamp(round(w / s), -127, 127), w' = s * q
-//   asymmetric: [lo, hi] (always containing 0, so 0 stays exact), s = (hi - lo) / 255,
-//               z = round(-lo / s) - 128, q = clamp(round(w / s) + z, -128, 127), w' = s * (q - z)
-//   Inside the clip range ([-T, T] or [lo, hi]) |w - w'| <= s / 2 (up to float rounding).
-//   The clip range (saturation) comes from a 2048-bin histogram of the values of the group
-//   (layer or channel), by int8_clip:
-//     none:       the full range (max |w|, or [min, max]);
-//     percentile: symmetric: the smallest bin edge with >= `percentile` of |w| at or below it;
-//                 asymmetric: the (1-p)/2 and (1+p)/2 quantiles of w (bin edges);
-//     mse:        64 candidates (the full range scaled by k/64, k = 1..64, both ends together
-//                 when asymmetric); each candidate quantizes and dequantizes every bin's centre,
-//                 its error weighted by the bin's count; the smallest estimated MSE wins (ties:
-//                 the wider range). Not KL: for weights MSE is the criterion that matters.
-// codebook4 (non-linear, Deep Compression style): 1-D k-means (Lloyd) with 16 centroids over
-//   the layer's stored values, deterministic linear init (centroid c at min + (c + 0.5) *
-//   (max - min) / 16), nearest centroid with ties to the lower index, an empty cluster keeps
-//   its centroid; stops when no assignment changes or after max_iter. The centroids are then
-//   rounded to half and the values reassigned to their nearest half centroid, so every stored
-//   index names the nearest entry of the codebook actually stored. kmeans_sse records the sum
-//   of squared errors after each iteration (non-increasing: the Lloyd property).
-// Half conversion: float_to_half_bits / half_bits_to_float, IEEE binary16, round to nearest
-// even, plain C++ (no CUDA headers); bit-compatible with __half.
+// sdnn/formats/quantized.hpp - quantized value encodings of CSR weights (host containers and the
+// host conversions to and from float CSR). quantized_csr<Encoding> keeps the float CSR's
+// row_ptr/col_idx and stores each value as an int8 with a scale (and zero point) per layer or per
+// output channel (int8_encoding), or as a 4-bit index into a 16-entry half-precision codebook per
+// layer (codebook4_encoding). decode(p) gives the float a stored value stands for; dequantize()
+// builds the float CSR of decoded values, so a product that decodes on the fly equals the product
+// of dequantize(q) bit for bit when both sum in the same order (linear/op/quantized_spmm.hpp).
 #pragma once
 
 #include <algorithm>
@@ -53,6 +24,8 @@
 namespace sdnn {
 
 // ---- half precision on the host --------------------------------------------------------------
+// float_to_half_bits / half_bits_to_float: IEEE binary16, round to nearest even, plain C++ (no
+// CUDA headers); bit-compatible with __half.
 
 SDNN_HOST_DEVICE inline std::uint16_t float_to_half_bits(float f) {
   std::uint32_t x;
@@ -101,8 +74,8 @@ inline float round_to_half(float f) { return half_bits_to_float(float_to_half_bi
 
 // ---- encodings --------------------------------------------------------------------------------
 
-enum class quant_granularity { per_layer, per_channel };  // channel = output column j of W
-enum class int8_clip { none, percentile, mse };
+enum class quant_granularity { per_layer, per_channel };  // channel = output column j of W (in x out)
+enum class int8_clip { none, percentile, mse };           // how the clip range is chosen (int8_clip_range)
 
 struct int8_options {
   quant_granularity granularity = quant_granularity::per_layer;
@@ -136,7 +109,7 @@ struct codebook4_options {
 
 struct codebook4_encoding {
   std::array<std::uint16_t, 16> codebook{};  // half bits
-  std::vector<std::uint8_t> packed;          // [(nnz + 1) / 2]
+  std::vector<std::uint8_t> packed;          // [(nnz + 1) / 2]; entry p: byte p/2, low nibble if p even
   std::vector<double> kmeans_sse;            // SSE after each Lloyd iteration (float centroids)
   int kmeans_iterations = 0;
 
@@ -225,7 +198,15 @@ inline float int8_dequantize(std::int8_t q, int8_params const& p) {
   return p.scale * static_cast<float>(static_cast<std::int32_t>(q) - p.zero);
 }
 
-// The clip range [lo, hi] of one group of values (see the header).
+// The clip range [lo, hi] of one group of values (layer or channel), from a 2048-bin histogram
+// of the group's values, by o.clip:
+//   none:       the full range (max |w|, or [min, max]);
+//   percentile: symmetric: the smallest bin edge with >= `percentile` of |w| at or below it;
+//               asymmetric: the (1-p)/2 and (1+p)/2 quantiles of w (bin edges);
+//   mse:        64 candidates (the full range scaled by k/64, k = 1..64, both ends together
+//               when asymmetric); each candidate quantizes and dequantizes every bin's centre,
+//               its error weighted by the bin's count; the smallest estimated MSE wins (ties:
+//               the wider range). Not KL: for weights MSE is the criterion that matters.
 inline std::pair<double, double> int8_clip_range(std::vector<float> const& v, int8_options const& o) {
   if (v.empty()) return {0.0, 0.0};
   double mn = 0, mx = 0;  // the range always holds 0
@@ -288,7 +269,12 @@ inline std::pair<double, double> int8_clip_range(std::vector<float> const& v, in
 }
 }  // namespace detail
 
-// int8 linear quantization of a float CSR (see the header for the rules).
+// int8 linear quantization of a float CSR ("fake-quant" convention), per group (layer or channel):
+//   symmetric:  s = T / 127, z = 0, q = clamp(round(w / s), -127, 127), w' = s * q
+//   asymmetric: [lo, hi] (always containing 0, so 0 stays exact), s = (hi - lo) / 255,
+//               z = round(-lo / s) - 128, q = clamp(round(w / s) + z, -128, 127), w' = s * (q - z)
+// Inside the clip range ([-T, T] or [lo, hi], detail::int8_clip_range) |w - w'| <= s / 2 (up to
+// float rounding).
 inline quantized_csr<int8_encoding> quantize_int8(csr_matrix<float, std::int32_t> const& w, int8_options const& o = {}) {
   auto q = detail::copy_pattern<int8_encoding>(w);
   auto& e = q.enc;
@@ -332,7 +318,13 @@ inline unsigned nearest_centroid(float x, float const* c) {
 }
 }  // namespace detail
 
-// 4-bit codebook quantization of a float CSR (see the header for the k-means rules).
+// 4-bit codebook quantization of a float CSR (non-linear, Deep Compression style): 1-D k-means
+// (Lloyd) with 16 centroids over the layer's stored values, deterministic linear init (centroid c
+// at min + (c + 0.5) * (max - min) / 16), nearest centroid with ties to the lower index, an empty
+// cluster keeps its centroid; stops when no assignment changes or after max_iter. The centroids
+// are then rounded to half and the values reassigned to their nearest half centroid, so every
+// stored index names the nearest entry of the codebook actually stored. kmeans_sse records the
+// sum of squared errors after each iteration (non-increasing: the Lloyd property).
 inline quantized_csr<codebook4_encoding> quantize_codebook4(csr_matrix<float, std::int32_t> const& w,
                                                              codebook4_options const& o = {}) {
   auto q = detail::copy_pattern<codebook4_encoding>(w);

@@ -1,17 +1,6 @@
-// sdnn/formats/tiled_dense.hpp - a dense matrix stored tile by tile, with an index of the
-// tiles that hold any nonzero so kernels can skip all-zero tiles.
-//
-// Layout for a rows x cols matrix with tile_rows x tile_cols tiles (default 32 x 32):
-//   grid_rows = ceil(rows / tile_rows), grid_cols = ceil(cols / tile_cols);
-//   data: grid_rows * grid_cols tiles, the tile grid in row-major order, each tile
-//     contiguous and row-major (tile_rows * tile_cols values); element (i, j) lives in
-//     tile (i / tile_rows, j / tile_cols) at (i % tile_rows) * tile_cols + j % tile_cols;
-//     edge tiles are zero-padded beyond rows / cols;
-//   occupied: one uint8 per tile, 1 if the tile holds any nonzero, else 0;
-//   tile_row_ptr [grid_rows + 1], tile_col [occupied tiles]: CSR over the tile grid
-//     listing the occupied tiles of each tile row in increasing tile column.
-// validate() checks every one of these invariants; update_tile_index() rebuilds the
-// occupancy and the tile lists after the data was written directly (host).
+// sdnn/formats/tiled_dense.hpp - a dense matrix stored tile by tile (default 32 x 32 tiles,
+// each contiguous and row-major), with an index of the tiles that hold any nonzero so kernels
+// can skip all-zero tiles. The layout and its invariants are on tiled_dense_matrix below.
 #pragma once
 
 #include <algorithm>
@@ -63,6 +52,17 @@ namespace detail {
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b > 0 && a > 0 ? a / b + (a % b != 0) : 0; }
 }  // namespace detail
 
+// Layout for a rows x cols matrix with tile_rows x tile_cols tiles (default 32 x 32):
+//   grid_rows = ceil(rows / tile_rows), grid_cols = ceil(cols / tile_cols);
+//   data: grid_rows * grid_cols tiles, the tile grid in row-major order, each tile
+//     contiguous and row-major (tile_rows * tile_cols values); element (i, j) lives in
+//     tile (i / tile_rows, j / tile_cols) at (i % tile_rows) * tile_cols + j % tile_cols;
+//     edge tiles are zero-padded beyond rows / cols;
+//   occupied: one uint8 per tile, 1 if the tile holds any nonzero, else 0;
+//   tile_row_ptr [grid_rows + 1], tile_col [occupied tiles]: CSR over the tile grid
+//     listing the occupied tiles of each tile row in increasing tile column.
+// validate() checks every one of these invariants; update_tile_index() rebuilds the
+// occupancy and the tile lists after the data was written directly (host).
 template <class T, class Space = host_space>
 class tiled_dense_matrix {
  public:

@@ -1,25 +1,8 @@
-// sdnn/io/file_stream.hpp - byte and line streams over plain or gzip'd files (host only).
-//
-// input        what a reader reads: a file by path, or bytes in memory (an embedded file, a
-//              fuzzer's input); either may be gzip'd. name() is what messages call it.
-// read_options the limits every reader applies (longest line, bytes a header may claim,
-//              NaN/Inf), so that no file can make a reader hang or allocate what the file
-//              does not justify; the defaults fit every file this project reads.
-// byte_reader  reads an input as bytes. An input that starts with the gzip magic (1f 8b) is
-//              decompressed on the fly through zlib (SDNN_HAS_ZLIB=1); without zlib such an
-//              input is rejected with a clear sdnn::error. A truncated or corrupt gzip stream,
-//              or bytes after it that are not another gzip member, is an error, never a
-//              silent short read. A directory is refused when opened ("is a directory").
-// byte_writer  writes a file, gzip-compressed on request (needs zlib).
-// line_reader  yields the lines of a byte_reader from one buffer without per-line
-//              allocation: the views it returns stay valid until the next call. It counts
-//              lines (1-based) so parsers can report "file:line: what was wrong", and refuses
-//              a line longer than read_options::max_line_bytes at that line (memory stays
-//              bounded on a file without line breaks).
-// The parsing helpers at the end tokenise a line in place: fields are separated by runs
-// of spaces or tabs, a trailing '\r' is ignored, integers are hand-parsed and floats go
-// through std::from_chars (locale independent, correctly rounded) where the standard
-// library has it, else strtof/strtod.
+// sdnn/io/file_stream.hpp - byte and line streams over plain or gzip'd files or memory (host
+// only): input (what a reader reads), read_options (the limits every reader applies, so that no
+// file can make a reader hang or allocate what the file does not justify), byte_reader,
+// byte_writer, line_reader, and the field parsers every text reader shares. gzip needs zlib
+// (SDNN_HAS_ZLIB=1); without it a gzip'd input is refused with a clear sdnn::error.
 #pragma once
 
 #include <algorithm>
@@ -65,7 +48,8 @@ inline constexpr bool has_zlib() {
 #endif
 }
 
-// The limits of a read. Every reader takes them (last parameter, defaulted).
+// The limits of a read. Every reader takes them (last parameter, defaulted); the defaults fit
+// every file this project reads.
 struct read_options {
   // Longest line a text reader accepts, in bytes without the line end (default 4 MiB; the
   // lines of the formats here are shorter than 100 bytes). A longer line is an error at its
@@ -83,7 +67,8 @@ struct read_options {
   bool allow_non_finite = false;
 };
 
-// Where a reader's bytes come from.
+// Where a reader's bytes come from: a file by path, or bytes in memory (an embedded file, a
+// fuzzer's input); either may be gzip'd. name() is what messages call it.
 class input {
  public:
   // A file, plain or gzip'd (detected by the gzip magic).
@@ -115,6 +100,11 @@ class input {
   bool in_memory_ = false;
 };
 
+// Reads an input as bytes. An input that starts with the gzip magic (1f 8b) is decompressed on
+// the fly through zlib (SDNN_HAS_ZLIB=1); without zlib such an input is rejected with a clear
+// sdnn::error. A truncated or corrupt gzip stream, or bytes after it that are not another gzip
+// member, is an error, never a silent short read. A directory is refused when opened ("is a
+// directory").
 class byte_reader {
  public:
   explicit byte_reader(std::string path) : byte_reader(input::file(std::move(path))) {}
@@ -277,6 +267,7 @@ class byte_reader {
   bool gzipped_ = false;
 };
 
+// Writes a file, gzip-compressed on request (needs zlib).
 class byte_writer {
  public:
   byte_writer(std::string path, bool gzip) : path_(std::move(path)) {
@@ -339,6 +330,10 @@ class byte_writer {
                             // class has one layout whether or not a translation unit sees zlib
 };
 
+// Yields the lines of a byte_reader from one buffer without per-line allocation: the views it
+// returns stay valid until the next call. It counts lines (1-based) so parsers can report
+// "file:line: what was wrong", and refuses a line longer than read_options::max_line_bytes at
+// that line (memory stays bounded on a file without line breaks).
 class line_reader {
  public:
   explicit line_reader(std::string path, std::size_t buffer_bytes = std::size_t(1) << 20)
@@ -436,6 +431,10 @@ inline bool claim_fits(std::uint64_t count, std::size_t elem_bytes, read_options
   return elem_bytes == 0 || count <= opt.max_claimed_bytes / elem_bytes;
 }
 
+// The field parsers below tokenise a line in place: fields are separated by runs of spaces or
+// tabs, a trailing '\r' is ignored, integers are hand-parsed and floats go through
+// std::from_chars (locale independent, correctly rounded) where the standard library has it,
+// else strtof/strtod.
 inline bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 // Splits `line` into at most max_fields fields separated by runs of spaces/tabs; returns the

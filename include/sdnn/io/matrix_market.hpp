@@ -1,30 +1,10 @@
-// sdnn/io/matrix_market.hpp - MatrixMarket coordinate files <-> host CSR (host only).
-//
-// Reads "%%MatrixMarket matrix coordinate <field> <symmetry>" (the banner exact, the keywords
-// after it case-insensitive, as NIST mmio) with field real | integer | pattern (pattern
-// entries get the value 1) and symmetry general | symmetric | skew-symmetric (the stored
-// lower triangle is mirrored; the mirror of a skew-symmetric entry is negated). Then '%'
-// comment lines, the size line "rows cols entries", and exactly `entries` lines
-// "i j [value]", 1-based. Duplicate entries are summed in file order (the common convention,
-// e.g. scipy). Plain or gzip'd, from a path or an io::input (a file or bytes in memory).
-//
-// Values must fit T exactly as far as T can say: an integral T takes integers in its range
-// (an integer field, or a real field whose values are integral: '2.0' reads as 2, '1.5',
-// '1e32', '9999999999' into int32, NaN and Inf are refused); a floating-point T takes values
-// in its range (rounded to nearest), NaN and Inf only with read_options::allow_non_finite. The
-// negated mirror of a skew-symmetric entry must fit too (INT_MIN has none), and so must a sum
-// of duplicates (an integer overflow or a sum that overflows to Inf is an error with the line).
-//
-// Memory: the size line's row count is a claim (rows + 1 row pointers of Index), refused at
-// the size line when it exceeds read_options::max_claimed_bytes (default 2 GiB: 536 million
-// int32 rows), so '2147483647 2147483647 1' fails at once instead of building 8 GiB of row
-// pointers; the entry count allocates nothing ahead (entries grow with the lines read).
-// Complex/hermitian, array format, bad headers, bad tokens, out-of-range or zero indices,
-// a wrong entry count, values that do not fit, a line longer than read_options::max_line_bytes:
-// sdnn::error naming the file and the 1-based line.
-//
-// write_matrix_market writes "coordinate real general" (floating T) or "coordinate integer
-// general" (integral T), row-major, values with max_digits10 digits (exact round trip).
+// sdnn/io/matrix_market.hpp - MatrixMarket coordinate files <-> host CSR (host only), plain or
+// gzip'd, from a path or an io::input (a file or bytes in memory). The reader takes field real |
+// integer | pattern and symmetry general | symmetric | skew-symmetric, 1-based, duplicates summed
+// in file order; a malformed file, a value that does not fit T, or a size above
+// read_options::max_claimed_bytes is an sdnn::error naming the file and the 1-based line. The
+// writer writes "coordinate real general" (floating T) or "coordinate integer general" (integral
+// T) that reads back exactly.
 #pragma once
 
 #include <algorithm>
@@ -62,8 +42,12 @@ std::string value_type_name() {
   else return sdnn::detail::concat(std::is_signed_v<T> ? "int" : "uint", 8 * sizeof(T));
 }
 
-// Parses a MatrixMarket value field into T (see the file comment for what fits); returns
-// nullptr on success, else what is wrong with it (for "value '...' <why>").
+// Parses a MatrixMarket value field into T; returns nullptr on success, else what is wrong with
+// it (for "value '...' <why>"). Values must fit T exactly as far as T can say: an integral T
+// takes integers in its range (an integer field, or a real field whose values are integral:
+// '2.0' reads as 2; '1.5', '1e32', '9999999999' into int32, NaN and Inf are refused); a
+// floating-point T takes values in its range (rounded to nearest), NaN and Inf only with
+// read_options::allow_non_finite.
 template <class T>
 char const* parse_mm_value(std::string_view s, bool integer_field, bool allow_non_finite, T& out) {
   if constexpr (std::is_floating_point_v<T>) {
@@ -109,6 +93,14 @@ char const* parse_mm_value(std::string_view s, bool integer_field, bool allow_no
 // Parses a MatrixMarket coordinate file: on_size(rows, cols, entries, line) once at the size
 // line, then sink(i, j, v, line) for each stored entry and each mirrored one (0-based), until
 // sink returns false. Every check of the format is here; the caller decides what to keep.
+// The format: "%%MatrixMarket matrix coordinate <field> <symmetry>" (the banner exact, the
+// keywords after it case-insensitive, as NIST mmio) with field real | integer | pattern (pattern
+// entries get the value 1) and symmetry general | symmetric | skew-symmetric (the stored lower
+// triangle is mirrored; the mirror of a skew-symmetric entry is negated, and must fit T too:
+// INT_MIN has none). Then '%' comment lines, the size line "rows cols entries", and exactly
+// `entries` lines "i j [value]", 1-based. Complex/hermitian, array format, bad headers, bad
+// tokens, out-of-range or zero indices, a wrong entry count, values that do not fit, a line
+// longer than read_options::max_line_bytes: sdnn::error naming the file and the 1-based line.
 template <class T, class Index, class OnSize, class Sink>
 matrix_market_header parse_matrix_market(input const& src, read_options const& opt, OnSize&& on_size, Sink&& sink) {
   static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>,
@@ -219,6 +211,12 @@ std::size_t matrix_market_triplet_line(input const& src, read_options const& opt
 
 }  // namespace detail
 
+// Duplicate entries are summed in file order (the common convention, e.g. scipy); a sum that
+// overflows (an integer overflow, or a sum that overflows to Inf) is an error with the line.
+// Memory: the size line's row count is a claim (rows + 1 row pointers of Index), refused at the
+// size line when it exceeds read_options::max_claimed_bytes (default 2 GiB: 536 million int32
+// rows), so '2147483647 2147483647 1' fails at once instead of building 8 GiB of row pointers;
+// the entry count allocates nothing ahead (entries grow with the lines read).
 template <class T = double, class Index = std::int32_t>
 csr_matrix<T, Index> read_matrix_market(input const& src, matrix_market_header* header_out = nullptr,
                                         read_options const& opt = {}) {
@@ -272,6 +270,8 @@ csr_matrix<T, Index> read_matrix_market(std::string const& path, matrix_market_h
   return read_matrix_market<T, Index>(input::file(path), header_out, opt);
 }
 
+// Writes "coordinate real general" (floating T) or "coordinate integer general" (integral T),
+// row-major, values with max_digits10 digits (exact round trip).
 template <class T, class Index>
 void write_matrix_market(std::string const& path, csr_view<T, Index> m, bool gzip = false) {
   static_assert(std::is_arithmetic_v<T>, "write_matrix_market: T must be an arithmetic type");

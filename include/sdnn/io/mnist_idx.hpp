@@ -1,14 +1,8 @@
-// sdnn/io/mnist_idx.hpp - MNIST's IDX files (host only), plain or gzip'd (needs zlib).
-//
-// Images: magic 0x00000803 (unsigned byte, 3 dimensions), then count, rows, cols as
-// big-endian uint32, then count * rows * cols bytes, image after image, each row-major
-// (pixel (r, c) of image n at pixels[(n * rows + r) * cols + c]), 0 = background,
-// 255 = full ink. Labels: magic 0x00000801, count, then count bytes (0..9).
-// A wrong magic, absurd dimensions (rows or cols above 65536), a file shorter or longer than
-// its header says, or a label above 9 throws sdnn::error naming the file. Memory grows with
-// the data actually read, never with the header's claim alone, and a claim above
-// read_options::max_claimed_bytes (default 2 GiB) is refused before reading. Readers take a
-// path or an io::input (a file or bytes in memory), plain or gzip'd.
+// sdnn/io/mnist_idx.hpp - MNIST's IDX files (host only): images and labels, plain or gzip'd
+// (needs zlib), from a path or an io::input (a file or bytes in memory). A wrong magic, absurd
+// dimensions, a file shorter or longer than its header says, or a label above 9 throws
+// sdnn::error naming the file; memory grows with the data actually read, never with the
+// header's claim alone.
 #pragma once
 
 #include <algorithm>
@@ -72,6 +66,11 @@ inline void expect_end(byte_reader& in, char const* what) {
 }
 }  // namespace detail
 
+// Images: magic 0x00000803 (unsigned byte, 3 dimensions), then count, rows, cols as big-endian
+// uint32, then count * rows * cols bytes, image after image, each row-major (pixel (r, c) of
+// image n at pixels[(n * rows + r) * cols + c]), 0 = background, 255 = full ink. Rows or cols
+// above 65536 are refused, and so is a claim above read_options::max_claimed_bytes (default
+// 2 GiB), before reading.
 inline idx_images read_idx_images(input const& src, read_options const& opt = {}) {
   return detail::reading(src, [&] {
     std::string const& path = src.name();
@@ -99,6 +98,7 @@ inline idx_images read_idx_images(std::string const& path, read_options const& o
   return read_idx_images(input::file(path), opt);
 }
 
+// Labels: magic 0x00000801, count as a big-endian uint32, then count bytes (0..9).
 inline std::vector<std::uint8_t> read_idx_labels(input const& src, read_options const& opt = {}) {
   return detail::reading(src, [&] {
     std::string const& path = src.name();

@@ -1,18 +1,9 @@
 // sdnn/io/triplets.hpp - (row, col, value) triplets -> host CSR, used by the file readers.
 //
-// Triplets may come in any order (the official Graph Challenge files are sorted by column).
-// The result satisfies every csr invariant: rows by counting sort (stable), columns sorted
-// within a row (only rows that arrive unsorted are sorted), duplicates rejected or summed
-// in file order, as the format demands. A sum of duplicates that does not fit T (integers),
-// or that overflows to Inf (floating point, unless allowed) is an error.
-//
-// Memory: the result's arrays (one row pointer array of rows + 1, nnz columns and values)
-// and, only for rows that arrive unsorted, a scratch copy of that row; a second result is
-// built only when duplicates were summed. The caller bounds rows (read_options).
-//
-// Errors name the source and, through the caller's line_of(k) (the 1-based line of triplet
-// k, 0 when unknown), the lines of the entries involved. line_of is called only on the
-// error path, so a reader may find the line by reading its input again.
+// Triplets may come in any order (a file may be sorted by column, for example). The result
+// satisfies every csr invariant; duplicates are rejected or summed in file order, as the format
+// demands. Errors name the source and, through the caller's line_of(k), the lines of the entries
+// involved.
 #pragma once
 
 #include <algorithm>
@@ -69,7 +60,14 @@ inline std::string at_line(std::size_t line) {
 }
 
 // rows x cols CSR from 0-based triplets (already range-checked by the caller). `where`
-// names the source in error messages (the file path); line_of(k) gives triplet k's line.
+// names the source in error messages (the file path); line_of(k) gives triplet k's line (1-based,
+// 0 when unknown), called only on the error path, so a reader may find the line by reading its
+// input again. Rows by counting sort (stable), columns sorted within a row (only rows that arrive
+// unsorted are sorted), duplicates rejected or summed in file order (dup). A sum of duplicates
+// that does not fit T (integers), or that overflows to Inf (floating point, unless allowed) is an
+// error. Memory: the result's arrays (one row pointer array of rows + 1, nnz columns and values)
+// and, only for rows that arrive unsorted, a scratch copy of that row; a second result is built
+// only when duplicates were summed. The caller bounds rows (read_options).
 template <class T, class Index, class LineOf = no_lines>
 csr_matrix<T, Index> triplets_to_csr(Index rows, Index cols, std::vector<Index> const& r,
                                      std::vector<Index> const& c, std::vector<T> const& v,

@@ -4,10 +4,6 @@
 // convolution's NCHW sample is flattened as C*H*W features. A layer follows the plan protocol
 // of core/plan.hpp: plan() once for a batch size (policy choice, uploads, workspace, tuning),
 // then forward() many times; forward(cuda_exec) enqueues on exec.stream.
-//
-// Every member below is declared, with the same signature, in every translation unit, with
-// or without a CUDA compiler ("the same class in every compiler"): a layer's device members
-// are defined in its .cuh, and in a build without CUDA they throw sdnn::not_compiled.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +15,9 @@
 
 namespace sdnn {
 
+// Every member below is declared, with the same signature, in every translation unit, with
+// or without a CUDA compiler ("the same class in every compiler"): a layer's device members
+// are defined in its .cuh, and in a build without CUDA they throw sdnn::not_compiled.
 template <class T>
 class layer {
  public:

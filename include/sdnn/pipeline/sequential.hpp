@@ -1,13 +1,9 @@
 // sdnn/pipeline/sequential.hpp - a chain of layers run as one: y = f_L(... f_1(x)).
 //
-// sequential<T> is itself a layer<T>, so chains nest. plan(batch, in_features, exec) fixes the
-// largest batch processed at once and, for the device, allocates two ping-pong activation
-// buffers of batch x (widest intermediate) once; forward() then runs every layer on the
-// stream with no allocation and no synchronisation, in slices of at most `batch` rows (so
-// inputs larger than device memory allows are processed in batches).
-// Host and device backends share the call: forward(host_exec, ...) / forward(cuda_exec, ...).
-// The device members are defined in pipeline/sequential.cuh (see linear/sparse_linear.hpp for
-// the rule: one .cu of the program must include it; without CUDA they throw not_compiled).
+// sequential<T> is itself a layer<T>, so chains nest; host and device backends share the call:
+// forward(host_exec, ...) / forward(cuda_exec, ...). The device members are defined in
+// pipeline/sequential.cuh (see linear/sparse_linear.hpp for the rule: one .cu of the program must
+// include it; without CUDA they throw not_compiled).
 #pragma once
 
 #include <algorithm>
@@ -26,6 +22,10 @@
 
 namespace sdnn {
 
+// plan(batch, in_features, exec) fixes the largest batch processed at once and, for the device,
+// allocates two ping-pong activation buffers of batch x (widest intermediate) once; forward()
+// then runs every layer on the stream with no allocation and no synchronisation, in slices of at
+// most `batch` rows (so inputs larger than device memory allows are processed in batches).
 template <class T>
 class sequential : public layer<T> {
  public:

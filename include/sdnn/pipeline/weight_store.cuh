@@ -1,16 +1,8 @@
-// sdnn/pipeline/weight_store.cuh - the device part of the out-of-core weights (issue 11; the
-// layout, the overlap and the budget are described in pipeline/weight_store.hpp):
-//
-//   pipeline::weight_store<Policy, T> ws(weights, biases);  // packs pinned blocks (host threads)
-//   ws.allocate(slots, exec);                // K device slots of the largest block, copy stream, events
-//   ws.begin_pass(exec);                     // uploads of layers 0 .. K-2 start on the copy stream
-//   for l: ws.forward_rows(l, exec, in, out, epi, rows, flags);  // waits "loaded", runs, records "free",
-//                                                                // starts the upload of l + K - 1
-//   ws.end_pass(exec);                       // the compute stream joins the copy stream
-//
-// Only the dense x sparse policies with their own kernels stream (csc_gather, csc_tiled and
-// skip_empty_rows of them); the cuSPARSE baselines keep vendor descriptors on resident W^T
-// and are refused by the constructor (streams_weights_v below says which).
+// sdnn/pipeline/weight_store.cuh - the device part of the out-of-core weights: weight_store packs
+// every layer once into pinned host memory and streams it, per batch, through a ring of K device
+// slots on a copy stream, overlapped with the products (docs/foundation.md#the-weight-store).
+// Only the dense x sparse policies with sdnn's own kernels stream (streams_weights_v); the
+// cuSPARSE baselines keep vendor descriptors on a resident W^T and are refused by the constructor.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,12 +28,20 @@
 
 namespace sdnn::pipeline {
 
-// Whether policy P can run from streamed weights (its product is one of sdnn's CSC kernels).
+// Whether policy P can run from streamed weights (its product is one of sdnn's CSC kernels:
+// csc_gather, csc_tiled, and skip_empty_rows of either).
 template <class P>
 inline constexpr bool streams_weights_v =
     ops::detail::is_csc_gather_v<typename ops::detail::unwrap_skip<P>::type> ||
     ops::detail::is_csc_tiled_v<typename ops::detail::unwrap_skip<P>::type>;
 
+// One pass over the layers (the host arrays are not needed after the constructor):
+//   pipeline::weight_store<Policy, T> ws(weights, biases);  // packs pinned blocks (host threads)
+//   ws.allocate(slots, exec);   // K device slots of the largest block, copy stream, events
+//   ws.begin_pass(exec);        // uploads of layers 0 .. K-2 start on the copy stream
+//   for l: ws.forward_rows(l, exec, in, out, epi, rows, flags);  // waits "loaded", runs, records
+//                                                                // "free", uploads l + K - 1
+//   ws.end_pass(exec);          // the compute stream joins the copy stream
 template <class Policy, class T>
 class weight_store {
   using inner = typename ops::detail::unwrap_skip<Policy>::type;

@@ -1,42 +1,10 @@
-// sdnn/pipeline/weight_store.hpp - out-of-core weights for the layer-wise pipeline (issue 11):
-// the host-testable part (placement modes, byte sizes, the budget decision). The device part,
-// pipeline::weight_store<Policy, T>, is in pipeline/weight_store.cuh.
-//
-// Resident (weights = device): every layer's device plan lives in device memory for the whole
-// run (pipeline::challenge_network's default).
-//
-// Streamed (weights = host): every layer is packed once, at plan time, into one pinned host
-// block (cudaHostAlloc) holding exactly what its product kernel reads on the device:
-//   bias[out] (accumulator type), then
-//   csc_tiled policies with tiles:  the footprint tiles of W^T (fp_ptr, fp, col_ptr, cols,
-//                                   nnz_ptr: int32; lidx: uint16; vals: T)  ~ 6 B per nonzero
-//   otherwise (csc_gather, or tiles refused):  W^T as CSR (row_ptr[n+1], col_idx, values) ~ 8 B per nonzero
-// each array aligned to 256 bytes. The device holds a ring of K >= 2 slots, each the size of the
-// largest block. Per layer and per batch exactly one block moves host -> device (its packed
-// size, layer_bytes below; nothing moves back). The resident tiled plan keeps W^T and the
-// tiles, so a streamed block is smaller than the resident layer.
-//
-// Overlap (all ordering by cudaEvents, no device or host synchronisation per layer): a copy
-// stream uploads layer l + K - 1 into slot (l + K - 1) mod K while the compute stream runs
-// layer l from slot l mod K. A copy into a slot waits on that slot's "free" event (recorded on
-// the compute stream after the last layer that read it); a layer waits on its slot's "loaded"
-// event (recorded on the copy stream after its upload). So at most K - 1 uploads run ahead of
-// compute; with K = 2 the upload of layer l + 1 overlaps the product of layer l. A batch then
-// takes about max(sum of uploads, sum of products) plus the first upload, when uploads and
-// products of a layer are balanced; a network whose products are much faster than the link
-// (the usual case for the Graph Challenge: ~16 MB of CSR per 65536-neuron layer vs a few
-// hundred microseconds of product) is bound by the host-to-device bandwidth. Deeper rings
-// (K > 2) absorb jitter between layers, they cannot beat the link.
-//
-// CUDA Graphs: in streamed mode the pipeline does not capture the batch into a graph (the
-// per-layer launch gaps are microseconds against a ~millisecond upload per layer, and a
-// capture would need the copy stream forked into it and the slot events re-made per replay).
-// Every batch re-streams all L layers: the bytes moved per run are batches x sum(layer_bytes),
-// so the pipeline sizes batches as large as device memory allows.
-//
-// The budget (--device-memory-budget) bounds the device bytes of the weights (resident: all
-// layers; streamed: K slots). Activations, row lists and workspaces are sized separately from
-// the free device memory, as before.
+// sdnn/pipeline/weight_store.hpp - out-of-core weights for a layer-wise pipeline: the
+// host-testable part (per-layer byte sizes, the ring depth, the placement decision under a
+// device-memory budget). The device part, pipeline::weight_store<Policy, T>, is in
+// pipeline/weight_store.cuh. Weights are resident (every layer's device plan in device memory
+// for the whole run, the default) or streamed (every layer packed once into pinned host memory
+// and uploaded per batch through a ring of K >= 2 device slots, overlapped with the products).
+// What moves, what overlaps and what bounds a streamed run: docs/foundation.md#the-weight-store.
 #pragma once
 
 #include <algorithm>
@@ -52,8 +20,8 @@
 namespace sdnn::pipeline {
 
 // The placement vocabulary (weight_placement, parse_weight_placement, parse_byte_size,
-// format_bytes) is core's (core/weight_placement.hpp): the depth-first engine's plan (ops) takes
-// the same modes and budget.
+// format_bytes) is core's (core/weight_placement.hpp): every plan that streams weights takes the
+// same modes and budget.
 using ::sdnn::format_bytes;
 using ::sdnn::parse_byte_size;
 using ::sdnn::parse_weight_placement;
@@ -81,7 +49,9 @@ struct weight_store_decision {
 };
 
 // The placement of a network with these per-layer byte sizes under `budget` device bytes for
-// the weights (0 = no budget). slots: the ring depth asked for (0 = default_weight_slots, fewer
+// the weights (0 = no budget). The budget bounds the weights only (resident: all layers;
+// streamed: K slots); activations, row lists and workspaces are sized separately, from the free
+// device memory. slots: the ring depth asked for (0 = default_weight_slots, fewer
 // if the budget needs it). Throws sdnn::error, naming the numbers, when:
 //   * mode = device and the layers exceed a nonzero budget;
 //   * the network is streamed and the budget holds fewer than two slots of the largest layer;
@@ -125,7 +95,7 @@ inline weight_store_decision choose_weight_store(std::vector<std::uint64_t> cons
   return d;
 }
 
-// What a streamed run moved (pipeline::challenge_network::weight_stats() after run()).
+// What a streamed run moved (a pipeline's weight_stats() after run()).
 struct weight_store_stats {
   bool streamed = false;
   int slots = 0;
