@@ -1,25 +1,9 @@
 // sdnn/challenge/distinct_inputs.hpp - `count` DISTINCT Graph-Challenge-like input images derived
 // deterministically from a set of source digits (host), and an exact distinctness check.
-//
-// Why: challenge_inputs_from_mnist repeats the source cyclically (the 10000 shipped digits
-// six times for 60000 inputs), which would flatter any de-duplication of rows. Issue 10 asks
-// the benchmark to use 60000 distinct images.
-//
-// Recipe. Source image s = n mod D (D = mnist.count) is shifted by a small whole-pixel offset
-// (dx, dy) in the 28 x 28 source frame (dx > 0 moves the digit right, dy > 0 down; pixels
-// shifted in are 0, pixels shifted out are lost) and then resized and thresholded exactly as
-// challenge_inputs_from_mnist does (bicubic, pixel / 255 > threshold, column-major). The
-// offset of image n is distinct_input_offsets()[n / D]: (0,0), (1,0), (0,1), (-1,0), (0,-1),
-// (1,1), (-1,-1), (1,-1), (-1,1), then the ring of radius 2, then radius 3 (49 offsets).
-// So images 0..D-1 are the unshifted images of challenge_inputs_from_mnist, in order.
-//
-// Collisions. Two derived images can coincide after thresholding (identical source digits,
-// or a shifted digit landing on another's pattern, or a digit whose shift loses only pixels
-// that were below the threshold anyway). Images are produced in order n = 0, 1, ...; when
-// image n equals an image produced before it (exact comparison of pixel lists, after a hash),
-// the next offset in the list is tried (index + 1, + 2, ...) until the image is new. This is
-// deterministic (it depends only on the source, N, count and threshold). If the offsets run
-// out (an empty digit, or count > D x 49) the generator throws sdnn::error.
+// challenge_inputs_from_mnist repeats its source cyclically (the 10000 shipped digits six times
+// for 60000 inputs), which would flatter any de-duplication of rows; here image n is source digit
+// n mod D shifted by a small whole-pixel offset chosen from n / D, the next offset tried whenever
+// an image repeats an earlier one. Recipe: docs/challenge.md#inputs.
 #pragma once
 
 #include <algorithm>
@@ -82,6 +66,15 @@ inline std::uint64_t hash_row(std::int32_t const* cols, float const* values, std
 
 }  // namespace detail
 
+// Source image s = n mod D (D = mnist.count) is shifted by a small whole-pixel offset (dx, dy) in
+// the source frame (dx > 0 moves the digit right, dy > 0 down; pixels shifted in are 0, pixels
+// shifted out are lost), then resized and thresholded exactly as challenge_inputs_from_mnist
+// does. The offset of image n is distinct_input_offsets()[n / D], so images 0..D-1 are the
+// unshifted images of challenge_inputs_from_mnist, in order. When image n equals an image made
+// before it (exact comparison of pixel lists, after a hash), the next offset in the list is tried
+// (index + 1, + 2, ...) until the image is new: deterministic (it depends only on the source, N,
+// count and threshold). If the offsets run out (an empty digit, or count > D x 49) it throws
+// sdnn::error.
 inline csr_matrix<float, std::int32_t> distinct_challenge_inputs(io::idx_images const& mnist, std::int32_t neurons,
                                                                  std::int32_t count, float threshold = 0.7f,
                                                                  distinct_inputs_info* info = nullptr) {

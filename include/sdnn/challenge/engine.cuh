@@ -1,5 +1,6 @@
-// sdnn/challenge/engine.cuh - the plan of the depth-first Graph Challenge engine
-// (challenge/engine.hpp says what it computes and proves; challenge/kernel/engine.cuh how).
+// sdnn/challenge/engine.cuh - the plan of the depth-first Graph Challenge engine (what it computes
+// and proves: challenge/engine.hpp and docs/challenge.md#the-depth-first-engine; how:
+// challenge/kernel/engine.cuh).
 //
 // Plan protocol (core/plan.hpp): can_implement (ops::challenge_engine_can_implement), the
 // constructor proves and uploads (synchronises exec.stream once, at the end, so the host
@@ -279,14 +280,15 @@ class challenge_engine_plan {
     }
   }
 
-  // Streamed weights (challenge/engine.hpp): groups of rows; per group one pass of the first
-  // window over the pending input rows (all of them in the first group), parking the survivors
-  // the park holds and leaving the others (overflow) pending for the next group, then each later
-  // window over the parked rows. The copy of the next window into the other slot (copy stream)
-  // overlaps the current pass (exec.stream); a slot is rewritten after the pass that read it
-  // (free_ events), a pass starts after its slot's copy (loaded_ events); a slot that already
-  // holds the window is not copied again. After each pass the host reads the live count (a
-  // synchronisation of exec.stream), which ends the group's windows early when no row is alive.
+  // Streamed weights (docs/challenge.md#out-of-core-streaming): groups of rows; per group one
+  // pass of the first window over the pending input rows (all of them in the first group),
+  // parking the survivors the park holds and leaving the others (overflow) pending for the next
+  // group, then each later window over the parked rows. The copy of the next window into the
+  // other slot (copy stream) overlaps the current pass (exec.stream); a slot is rewritten after
+  // the pass that read it (free_ events), a pass starts after its slot's copy (loaded_ events); a
+  // slot that already holds the window is not copied again. After each pass the host reads the
+  // live count (a synchronisation of exec.stream), which ends the group's windows early when no
+  // row is alive.
   template <class Launch>
   void run_windows(cuda_exec exec, std::int64_t rows, kernels::challenge_engine_layers net, Launch const& launch,
                    int* queue, challenge_engine_result& res) const {

@@ -1,63 +1,11 @@
-// sdnn/challenge/engine.hpp - the depth-first Graph Challenge engine (issue 10): host side.
-//
-//   ops::challenge_engine_plan plan(layers, bias, exec, options);    (challenge/engine.cuh)
-//   auto r = plan.run(exec, inputs_device_csr, keep_final);           categories + what it did
-//
-// The plan proves, on the actual weights (challenge/structure.hpp), which shortcuts are
-// exact: retirement of rows that reach the all-cap vector (per layer suffix), folding of
-// identical output neurons (per layer), and uploads the layers once (W^T of each class
-// representative, inputs ascending: the reference's summation order). A layer or suffix whose
-// proof fails runs without that shortcut; nothing is assumed from N or from file names.
-//
-// Exactness: every output is summed in the reference's order (k ascending) with the
-// reference's arithmetic (one float rounding per product and per add), so final activations
-// are bitwise those of reference::challenge_infer, for any weights.
-//
-// How it runs (challenge/kernel/engine.cuh): a team of threads (a warp, or a block when a
-// layer has more than 256 classes) carries one row through the layers and takes the next row
-// from a device-side queue the moment its row dies, retires or ends (per-row refill). A row's
-// state between layers is one float per class of identical neurons (D_l floats, 64 for a
-// folded 1024-neuron layer), not N: the plan rewrites each layer's inputs as classes of the
-// layer before, so the values read and their order are the reference's.
-//
-// Memory per team: 2 x max(D_l) floats of state and the dense input row (N floats, for layer
-// 1), in shared memory when a block's share still lets half the SM's threads run, else in a
-// per-team slice of global scratch allocated by the plan (teams of the persistent grid x those
-// floats: about 138 MB at N = 65536 with folding, where the input row moves to global memory;
-// without folding at N = 65536 the state moves too, 2 x 256 KB per team, L2-resident for the
-// teams in flight). Bytes moved per row-layer at N = 65536 with folding (4096 classes of 32
-// terms): 256 KB of terms from L2 on the fast path (16-bit inputs; 512 KB as compact terms, 1 MB
-// as wide ones) and 512 KB of state reads from shared memory; layer 1 also gathers its
-// 4096 x 32 inputs from the global input row (L2).
-//
-// Out-of-core weights (issue 11; options.weights = host, or automatic when the resident plan
-// exceeds device_memory_budget). Only the terms move (the bulk: 8 GB for an unfolded 65536 x
-// 1920 network on the fast path, 0.5 GB folded); descriptors, slices, weight tables and team
-// scratch stay resident. The plan cuts the layers into windows of consecutive layers whose terms
-// fit one of two device slots; the rest of the budget is the park: two buffers of park_rows
-// rows' state (D floats each) and ids. A run goes in groups of rows:
-//   1. one pass of the first window over every input row not yet run: rows alive after it
-//      append their state to the park (compacted: rows that died or retired take no room) while
-//      it has room; the others overflow to the next group, which runs them again from their
-//      input (their first-window layers are computed twice and counted once). With a few percent
-//      of survivors one group takes all 60000 rows;
-//   2. each later window over the group's parked rows (one pass; the park's two buffers
-//      alternate), until no row is alive or the last window has run.
-// Outside the budget, like the run's category bits: two lists of 4-byte row ids per input row
-// (the overflow).
-// The copy of window w + 1 (a copy stream, from pinned host memory) overlaps the pass of window
-// w; a slot is rewritten only after the pass that read it, and one that already holds the
-// window is not copied again (two windows: nothing moves after the first group or run). The host
-// reads the counts after each pass (one synchronisation of the stream per pass: the overflow
-// and the early end need them); when no row is alive, the group's later windows are neither run nor
-// copied beyond the one prefetched. Bytes moved per run: groups x (terms of the windows run),
-// less what the slots still held. A pass over few rows uses few teams: a group's parallelism in
-// its later windows is its parked rows, so a small park (many groups) costs more than a small
-// slot (many windows).
-// Parking stores floats unchanged: categories and final activations are those of the resident
-// engine.
-//
-// Limits (can_implement): int32 row and column indices; N < 2^30.
+// sdnn/challenge/engine.hpp - the depth-first Graph Challenge engine, host side: its options,
+// result, streaming schedule and can_implement (the plan, ops::challenge_engine_plan, is in
+// challenge/engine.cuh; the kernel in challenge/kernel/engine.cuh). A team of threads carries one
+// input row through the layers and takes the next row the moment its row dies, retires or ends.
+// The plan proves on the actual weights which shortcuts are exact (challenge/structure.hpp), and
+// every output is summed in the reference's order with the reference's arithmetic, so final
+// activations are bitwise those of reference::challenge_infer, for any weights.
+// Design, memory and out-of-core streaming: docs/challenge.md#the-depth-first-engine.
 #pragma once
 
 #include <cstdint>
@@ -89,8 +37,10 @@ struct challenge_engine_options {
   challenge_engine_scratch_place scratch = challenge_engine_scratch_place::automatic;
   // Where the layers' terms live during run() (core/weight_placement.hpp): device = resident for
   // the whole run (the default); host = in pinned host memory, streamed to the device one window
-  // of consecutive layers at a time (above); automatic = host when the resident plan exceeds
-  // device_memory_budget (host and automatic without a budget: 60% of the free device memory).
+  // of consecutive layers at a time (docs/challenge.md#out-of-core-streaming: only the terms move;
+  // descriptors, slices, weight tables and team scratch stay resident); automatic = host when the
+  // resident plan exceeds device_memory_budget (host and automatic without a budget: 60% of the
+  // free device memory).
   weight_placement weights = weight_placement::device;
   // Device bytes the plan may hold (0: no limit). Resident: its layer layout and team scratch,
   // checked before anything is allocated (an sdnn::error naming both sizes when over). Streamed:
@@ -141,6 +91,7 @@ struct challenge_engine_stream_schedule {
 // the GPU (cudaDevAttrMaxSharedMemoryPerBlockOptin) and uses this only when there is none.
 inline constexpr std::size_t challenge_engine_default_smem = 227 * 1024;
 
+// Limits: int32 row and column indices; N < 2^30.
 inline plan_status challenge_engine_can_implement(std::int64_t n, std::int64_t layers, std::int64_t max_distinct) {
   if (n <= 0 || layers < 0 || max_distinct < 0 || max_distinct > n)
     return plan_status::failure(::sdnn::detail::concat("challenge engine: ", layers, " layers of ", n, " neurons, ",

@@ -1,7 +1,7 @@
-// sdnn/challenge/engine_layout.hpp - the depth-first Graph Challenge engine's layer
-// layout (issue 10): plain structs shared by the host plan that builds it
-// (challenge/engine_layout_build.hpp), the device kernel that reads it
-// (challenge/kernel/engine.cuh) and the host tests that check it without a GPU.
+// sdnn/challenge/engine_layout.hpp - the depth-first Graph Challenge engine's layer layout: plain
+// structs shared by the host plan that builds it (challenge/engine_layout_build.hpp), the device
+// kernel that reads it (challenge/kernel/engine.cuh) and the host tests that check it without a
+// GPU.
 #pragma once
 
 #include <cstdint>

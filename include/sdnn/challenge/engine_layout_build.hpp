@@ -1,8 +1,8 @@
-// sdnn/challenge/engine_layout_build.hpp - the host side of the depth-first Graph Challenge engine
-// (issue 10): the plan's layer layout (challenge/engine_layout.hpp), built from the
-// layers and their structure proofs, one layer at a time. Host code only, so the layout (and a
-// host emulation of the kernel on it, tests/host/test_challenge_engine_layout.cpp) is tested
-// without a GPU; challenge/engine.cuh uploads it.
+// sdnn/challenge/engine_layout_build.hpp - the host side of the depth-first Graph Challenge engine:
+// the plan's layer layout (challenge/engine_layout.hpp), built from the layers and their
+// structure proofs, one layer at a time. Host code only, so the layout (and a host emulation of
+// the kernel on it, tests/host/test_challenge_engine_layout.cpp) is tested without a GPU;
+// challenge/engine.cuh uploads it.
 #pragma once
 
 #include <algorithm>

@@ -1,19 +1,8 @@
-// sdnn/challenge/inputs.hpp - Graph-Challenge-like input images from MNIST digits (host).
-//
-// The official inputs are the 60000 MNIST training images, each resized from 28 x 28 to
-// S x S (S = sqrt(N): 32, 64, 128, 256; the whole frame, no cropping), thresholded to 0/1
-// and flattened column-major: pixel = x * S + y (0-based), x = column (horizontal),
-// y = row (vertical). The exact official resize recipe is unknown; this is a MATLAB-style
-// bicubic (imresize's default: Keys cubic with a = -0.5, output sample x maps to input
-// u = (x + 0.5) / scale - 0.5, symmetric-mirror borders, weights normalised to sum 1, rows
-// resized first, then columns, in double precision, no intermediate rounding), then
-// pixel / 255 > threshold. The data README reports ~99.3% of official pixels matched by such
-// a recipe at a threshold near 0.7.
-//
-// Output: count x N CSR, values 1.0f, columns ascending; image n (0-based) is MNIST image
-// n mod mnist.count, so a batch larger than the source repeats it cyclically and
-// deterministically. N must be a perfect square with sqrt(N) >= the source's rows and cols
-// (upscaling only: 784 = 28 x 28 and every challenge size qualify).
+// sdnn/challenge/inputs.hpp - Graph-Challenge-like input images from MNIST digits (host):
+// challenge_inputs_from_mnist resizes each digit from 28 x 28 to sqrt(N) x sqrt(N) (MATLAB-style
+// bicubic), thresholds it to 0/1 and flattens it column-major into a row of a count x N CSR. The
+// exact official resize recipe is unknown; this one matches about 99.3% of the official pixels
+// at a threshold near 0.7 (docs/challenge.md#inputs).
 #pragma once
 
 #include <cmath>
@@ -29,7 +18,10 @@ namespace sdnn::data {
 
 namespace detail {
 
-// Keys' cubic convolution kernel with a = -0.5 (MATLAB imresize 'bicubic').
+// Keys' cubic convolution kernel with a = -0.5 (MATLAB imresize 'bicubic'). The resize: output
+// sample x maps to input u = (x + 0.5) / scale - 0.5, symmetric-mirror borders, weights
+// normalised to sum 1, rows resized first, then columns, in double precision, no intermediate
+// rounding.
 inline double cubic_kernel(double x) {
   double const ax = std::fabs(x), ax2 = ax * ax, ax3 = ax2 * ax;
   if (ax <= 1) return 1.5 * ax3 - 2.5 * ax2 + 1;
@@ -158,6 +150,11 @@ inline csr_matrix<float, std::int32_t> challenge_rows_from_pixels(std::vector<st
 }
 }  // namespace detail
 
+// Output: count x N CSR, values 1.0f, columns ascending; pixel = x * S + y (0-based, S = sqrt(N),
+// x = column, y = row), the whole frame resized (no cropping), then pixel / 255 > threshold.
+// Image n (0-based) is MNIST image n mod mnist.count, so a batch larger than the source repeats
+// it cyclically and deterministically. N must be a perfect square with sqrt(N) >= the source's
+// rows and cols (upscaling only: 784 = 28 x 28 and every challenge size qualify).
 inline csr_matrix<float, std::int32_t> challenge_inputs_from_mnist(io::idx_images const& mnist, std::int32_t neurons,
                                                                    std::int32_t count, float threshold = 0.7f) {
   char const* who = "challenge_inputs_from_mnist";

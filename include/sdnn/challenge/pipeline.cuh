@@ -1,5 +1,5 @@
 // sdnn/challenge/pipeline.cuh - the device members of pipeline::challenge_network (declared in
-// challenge.hpp for every compiler). Built on ops only: each layer's ops::dense_sparse_plan
+// challenge/pipeline.hpp for every compiler). Built on ops only: each layer's ops::dense_sparse_plan
 // (through layers::sparse_linear) and the row bookkeeping of linear/op/rows.cuh.
 #pragma once
 

@@ -1,27 +1,10 @@
-// sdnn/challenge/pipeline.hpp - the Sparse DNN Graph Challenge inference pipeline:
-//
-//   Y_0 = inputs (sparse, images x N);  Y_l = epi_challenge(Y_{l-1} * W_l), l = 1..L;
-//   categories = 1-based ids of the rows of Y_L with a nonzero sum.
-//
-// One layers::sparse_linear per layer, all sharing one list of live rows: a row whose
-// activations became all zero stays zero (the epilogue is zero preserving), so it is dropped
-// from the list and never touched again. On the device the list and its count stay on the
-// device for the whole network: each layer flags its nonzero rows inside the product kernel
-// and cub::DeviceSelect compacts the list (no host round trip per layer); all L layers of a
-// batch are captured once into a CUDA Graph and replayed (no launch gaps). Activations are
-// dense per row (batch x N, two ping-pong buffers indexed by row id); inputs are processed in
-// batches that fit device memory. The live count and list are read back once per batch.
-//
-// Weights resident (default) or streamed from pinned host memory through a ring of device
-// slots on a copy stream (challenge_options::weights = host, or automatic over
-// device_memory_budget; pipeline/weight_store.hpp says what moves and what overlaps). Streamed
-// batches are not captured into a CUDA Graph.
-//
-// Policies without a row list (csc_gather, cusparse_reuse_buffer, cusparse_buffer_per_call)
-// compute every row of every layer; the categories are then taken from the last layer.
-// Host and device backends share the call: run(host_exec, ...) / run(cuda_exec, ...). The
-// device members are defined in challenge/pipeline.cuh (the rule of linear/sparse_linear.hpp:
-// one .cu of the program includes it; without CUDA they throw sdnn::not_compiled).
+// sdnn/challenge/pipeline.hpp - the Sparse DNN Graph Challenge inference pipeline, layer by layer
+// (docs/challenge.md#the-layer-wise-pipeline): Y_l = epi(Y_{l-1} * W_l) for l = 1..L
+// (epi = epilogue_capped_relu), then the categories, the 1-based ids of the rows of Y_L with a
+// nonzero sum. One layers::sparse_linear per layer, all sharing one device-side list of live rows;
+// on the device each batch's layers are captured once into a CUDA Graph. Host and device backends
+// share the call: run(host_exec, ...) / run(cuda_exec, ...); the device members are defined in
+// challenge/pipeline.cuh (one .cu of the program includes it; without CUDA they throw not_compiled).
 #pragma once
 
 #include <algorithm>
@@ -61,6 +44,10 @@ struct challenge_result {
   std::int64_t batches = 0;
 };
 
+// Rows whose activations became all zero stay zero (the epilogue is zero preserving), so they are
+// dropped from the list of live rows and never touched again. Policies without a row list
+// (csc_gather, cusparse_reuse_buffer, cusparse_buffer_per_call) compute every row of every
+// layer; the categories are then taken from the last layer.
 template <class Policy = policy::sparse_linear_default>
 class challenge_network {
  public:

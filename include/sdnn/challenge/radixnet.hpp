@@ -1,28 +1,10 @@
-// sdnn/challenge/radixnet.hpp - the Sparse DNN Graph Challenge networks (RadiX-Net), host generator.
-//
-// Structure (verified entry by entry against all 120 official 1024-neuron layers by
-// scripts/derive_official_permutations.py): N neurons, B = 16, M = N / 16, K = log2(M)
-// layers per block. Layer t = 1..K of block 0 has W(i, j) = 1/16 exactly when
-// (i mod M - j mod M) mod M is 0 or s = 2^(t-1) (0-based i = input neuron, j = output
-// neuron). So row i holds the 32 columns q + M * k (k = 0..15) for q in {p, (p - s) mod M},
-// p = i mod M: every row and every column has exactly 32 nonzeros. Block b >= 1 repeats
-// block 0 with its rows permuted: row i of block b is row perm_b(i) of block 0 (one
-// permutation for all K layers of a block; columns are never permuted). Layer l (0-based)
-// is layer t = l mod K + 1 of block l / K.
-//
-// Permutations: radixnet_permutation(N, b, seed) is the identity for b = 0, else a
-// Fisher-Yates shuffle driven by splitmix64 seeded with seed + b * 0x9E3779B97F4A7C15
-// (j = next() mod (i + 1) for i = N-1..1; the modulo bias is below 2^-40, irrelevant here).
-// Everything is plain 64-bit integer arithmetic, so every platform (and the device
-// generator, which expands the same host-computed permutation) produces the same network.
-// The official permutations for N > 1024 were never published: larger networks have the
-// official structure and statistics, not the official bits.
-//
-// official_1024_layer(l) reproduces the official 1024 x 120 network bit for bit from the
-// residue table in official_1024_permutations.hpp (only perm_b(i) mod M is determined by
-// the official layers; the canonical permutation built from it is documented there).
-//
-// CSR layout of a generated layer: row_ptr[i] = 32 i, columns ascending, values 0.0625f.
+// sdnn/challenge/radixnet.hpp - the Sparse DNN Graph Challenge networks (RadiX-Net), host
+// generator. radixnet_layer(N, l, seed) is layer l of an N-neuron network with the official
+// structure (32 nonzeros of 1/16 in every row and column; blocks of K = log2(N / 16) layers, each
+// block's rows a seeded permutation of block 0's); official_1024_layer(l) is the official
+// 1024 x 120 network bit for bit. The official permutations for N > 1024 were never published:
+// larger networks have the official structure and statistics, not the official bits. Structure
+// and permutations: docs/challenge.md#radix-net-networks.
 #pragma once
 
 #include <cstddef>
@@ -88,6 +70,10 @@ SDNN_HOST_DEVICE inline std::int32_t radixnet_column(std::int32_t p, std::int32_
 }
 
 // Fills a CSR of N x N from the permutation of the layer's block (perm[i] = block-0 row of row i).
+// Layer t = 1..K of block 0 has W(i, j) = 1/16 exactly when (i mod M - j mod M) mod M is 0 or
+// s = 2^(t-1) (i = input neuron, j = output neuron, M = N / 16); row i of a later block is row
+// perm[i] of block 0 (columns are never permuted). Layout: row_ptr[i] = 32 i, columns ascending,
+// values 0.0625f.
 inline csr_matrix<float, std::int32_t> radixnet_layer_from_permutation(std::int32_t neurons, std::int32_t t,
                                                                        std::vector<std::int32_t> const& perm) {
   std::int32_t const m = neurons / 16, s = 1 << (t - 1);
@@ -114,7 +100,11 @@ inline void check_layer(std::int32_t layer) {
 
 }  // namespace detail
 
-// perm[i] = the block-0 row that row i of block `block` copies. Identity for block 0.
+// perm[i] = the block-0 row that row i of block `block` copies (one permutation for all K layers
+// of a block). Identity for block 0, else a Fisher-Yates shuffle driven by splitmix64 seeded with
+// seed + block * 0x9E3779B97F4A7C15 (j = next() mod (i + 1) for i = N-1..1; the modulo bias is
+// below 2^-40, irrelevant here). Plain 64-bit integer arithmetic, so every platform (and the
+// device generator, which expands the same host-computed permutation) gets the same network.
 inline std::vector<std::int32_t> radixnet_permutation(std::int32_t neurons, std::int32_t block, std::uint64_t seed) {
   radixnet_block_layers(neurons);  // validates neurons
   SDNN_EXPECTS(block >= 0, "radixnet_permutation: block must be >= 0, got ", block);
@@ -130,7 +120,8 @@ inline std::vector<std::int32_t> radixnet_permutation(std::int32_t neurons, std:
 }
 
 // The canonical permutation of block `block` (0..19) of the official 1024-neuron network:
-// row i -> r + 64 * (number of rows before i with residue r), r = the official residue.
+// row i -> r + 64 * (number of rows before i with residue r), r = the official residue (only
+// perm_b(i) mod M is determined by the official layers; official_1024_permutations.hpp).
 inline std::vector<std::int32_t> official_1024_permutation(std::int32_t block) {
   SDNN_EXPECTS(block >= 0 && block < detail::official_1024_blocks,
                "official_1024_permutation: block must be in [0, 20), got ", block);

@@ -1,24 +1,8 @@
 // sdnn/challenge/reference.hpp - the official serial Sparse DNN Graph Challenge computation
-// (plain host code; the oracle for every device pipeline).
-//
-// One layer, Y (inputs x N, CSR, row = input) and W (N x N', CSR, row = input neuron):
-//   Z = Y * W;  where Z != 0: Y' = Z + bias, elsewhere Y' = 0;  Y' = min(max(Y', 0), cap).
-// Only nonzero Y' entries are stored (rows that die stay empty), columns ascending.
-//
-// Accumulation order (documented because float sums are not associative): Z is accumulated
-// in float, row by row (Gustavson): for row i of Y, its stored entries k are visited in
-// ascending column order and Y(i,k) * W(k,:) is added into a dense float row. Each Z(i,j)
-// is therefore sum_k Y(i,k) W(k,j) summed over k ascending with one float rounding per add,
-// the order a serial row-by-row (or column-by-column) sparse product uses, as in the official
-// serial reference. For the challenge weights (1/16) every product y * w is exact, so fusing
-// it into an FMA (as nvcc does) gives the same bits; only a different summation order could
-// change the last bit of Z. The step "add Y(i,k) * W(k,:)" is reference::add_scaled_row
-// (linear/reference/spmm.hpp), shared with every host Y * W. Z(i,j) counts as nonzero by value (a structural entry that sums
-// to exactly 0 gets no bias).
-// The epilogue is sdnn::epilogue_capped_relu(bias, cap) (core/epilogue.hpp), so host and
-// device kernels share one definition of the bias/ReLU/cap rule.
-//
-// Categories: the 1-based ids of the rows of the final Y whose sum is nonzero, ascending.
+// (plain host code; the oracle for every device pipeline): challenge_layer, challenge_infer (all
+// layers) and challenge_categories (the 1-based ids of the rows of the final Y whose sum is
+// nonzero, ascending). Every Z(i, j) is summed over k ascending with one float rounding per add,
+// the order of a serial row-by-row product (docs/challenge.md#the-computation).
 #pragma once
 
 #include <algorithm>
@@ -33,6 +17,14 @@
 
 namespace sdnn::reference {
 
+// One layer, Y (inputs x N, CSR, row = input) and W (N x N', CSR, row = input neuron):
+//   Z = Y * W;  where Z != 0: Y' = Z + bias, elsewhere Y' = 0;  Y' = min(max(Y', 0), cap),
+// i.e. sdnn::epilogue_capped_relu(bias, cap) (core/epilogue.hpp), the device kernels' rule too.
+// Only nonzero Y' entries are stored (rows that die stay empty), columns ascending.
+// Z is accumulated in float, row by row (Gustavson): for row i of Y, its stored entries k are
+// visited in ascending column order and Y(i,k) * W(k,:) is added into a dense float row
+// (reference::add_scaled_row, linear/reference/spmm.hpp, shared with every host Y * W). Z(i,j)
+// counts as nonzero by value (a structural entry that sums to exactly 0 gets no bias).
 inline csr_matrix<float, std::int32_t> challenge_layer(csr_matrix<float, std::int32_t> const& y,
                                                        csr_matrix<float, std::int32_t> const& w, float bias,
                                                        float cap = 32.f) {

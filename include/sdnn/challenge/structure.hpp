@@ -1,77 +1,11 @@
-// sdnn/challenge/structure.hpp - plan-time structure proofs for the Graph Challenge engine
-// (issue 10), computed exactly on the ACTUAL weights; plain host C++17.
-//
-// Namespace sdnn::challenge (these proofs are about the challenge computation: its layout and
-// its epilogue, not about a general SpMM, so they do not live in sdnn::ops).
-//
-// Conventions (those of challenge/reference.hpp): a layer is a host CSR W (float, int32),
-// row = input neuron k, column = output neuron j. One layer maps a row y to
-//   Z_j = sum_k y_k W(k, j)  (float, k ascending, one rounding per product and per add,
-//                             accumulator starting at +0),
-//   y'_j = epi(Z_j),  epi = epilogue_capped_relu(bias, cap): bias only where Z != 0, ReLU, cap.
-//
-// Three proofs, each separately switchable (structure_options), each returning a result with
-// a plan_status whose why() names the layer and the column when it fails. A proof that fails
-// only means the engine must not use that shortcut there (it falls back for exactly that part);
-// a proof never claims more than the arithmetic below establishes.
-//
-// 1. Retirement of saturated rows (prove_saturation). Layer l "maps all-cap to all-cap" when,
-//    for the input row y = (cap, ..., cap) (every one of W.rows() entries stored, as the
-//    reference stores an all-cap row), epi(Z_j) == cap for every output column j. Z_j is
-//    recomputed EXACTLY as the reference computes it: the column's stored entries in ascending
-//    k, Z = 0; Z += cap * w. Float addition is not associative, so a sum in another order
-//    could land on another float and (near the cap) another answer; the proof therefore
-//    checks the reference's own order and nothing else. It is made robust to the one
-//    contraction a compiler may apply to that loop: each column is evaluated twice, (a) with
-//    the product rounded to float and then added (one rounding each), and (b) with a fused
-//    multiply-add fma(cap, w, Z) (one rounding per term, as nvcc emits); the column holds only
-//    when both give the cap. (a) is evaluated through double and rounded back to float: the
-//    product of two floats is exact in double, and double (53 bits >= 2 x 24 + 2) rounding
-//    followed by float rounding equals a single float rounding for + and x, so no compiler
-//    contraction or excess precision can change (a). A column with no stored entries is
-//    never touched by the reference (output 0), so it fails; so does any non-finite weight
-//    (NaN, +-Inf) in the column: Inf could in principle still saturate, but the proof refuses
-//    to reason about non-finite arithmetic. A non-finite or non-positive cap, or a non-finite
-//    bias, fails every layer.
-//    suffix_fixed[l] (l = 0..L) = layers l..L-1 all map all-cap to all-cap (suffix_fixed[L] =
-//    true, the empty suffix). Rule: a row that is exactly all-cap on ENTRY to layer l (i.e.
-//    after layer l-1; the input itself for l = 0) with suffix_fixed[l] stays exactly all-cap
-//    through the last layer, so it may leave the live set and be counted as a category (its
-//    final sum, cap x N, is nonzero). Proof: induction over l..L-1, each step being exactly
-//    the computation checked above.
-//
-// 2. Duplicate neurons (find_duplicate_columns). Output columns j, j' fold together when their
-//    weight columns are identical as lists of (input k, value) with values compared BITWISE
-//    (so +0 vs -0 or two NaN payloads are different), including explicitly stored zeros, and
-//    their bias is identical (a scalar in the challenge; an optional per-column bias is
-//    compared bitwise too). Identical columns and bias make Z_j and Z_j' the same float
-//    operations on the same operands in any one fixed order, so computing the representative
-//    (in the reference order) and broadcasting it is bit-identical. Exact: hash each column,
-//    sort by hash, then compare candidates entry by entry. Representative = smallest column
-//    of the class. In RadiX-Net layers W(i, j) depends on j only through j mod M (M = N/16),
-//    so every layer folds at least 16-fold (representative[j] = j mod M, period M); the last
-//    layer of each K-layer block folds 32-fold (period M/2): its stride is s = M/2, so columns
-//    q and q + M/2 both draw from the rows of residues {q, q + M/2} (measured on the official
-//    1024 x 120 network and on generated 4096 layers, see the tests). The proof finds what the
-//    weights hold; nothing is assumed from N.
-//
-// 3. Sparse first layer (check_binary_inputs + prove_sparse_first_layer). Layer 1 computed
-//    from the input CSR may sum a row's terms in any order (e.g. split among threads). That is
-//    bit-identical to the reference when every partial sum is exact. What is proven:
-//      (i) check_binary_inputs: every stored input value is exactly 1.0f, so every product
-//          1 x w is exactly w (with or without FMA);
-//      (ii) prove_sparse_first_layer: for every column j, all its weights are finite and are
-//          integer multiples of 2^g_j (g_j = the lowest set bit over the column; every float
-//          is a multiple of 2^-149, so g_j >= -149), and U_j = sum_k |W(k, j)| / 2^g_j <=
-//          2^24, and U_j 2^g_j <= FLT_MAX. Then any partial sum of any subset of the column's
-//          terms, in any order, is n 2^g_j with integer |n| <= U_j <= 2^24: representable in
-//          float (24-bit significand, no overflow, and no bits below 2^-149), so every add is
-//          exact and the sum is the same real number whatever the order. A zero sum is +0 in
-//          every order (round-to-nearest gives +0 for x + (-x), and the accumulator starts at
-//          +0 as in the reference), and Z = 0 gets no bias.
-//    Nothing is assumed about the weights: (ii) is checked on them. For the challenge weights
-//    (1/16 = 2^-4, 32 per column) U_j = 32.
-//    From layer 2 on the bias makes values arbitrary floats, so no such proof is attempted.
+// sdnn/challenge/structure.hpp - plan-time structure proofs for the depth-first Graph Challenge
+// engine, computed exactly on the ACTUAL weights (plain host C++17): retirement of rows that
+// reach the all-cap vector (prove_saturation), folding of identical output neurons
+// (find_duplicate_columns), and a first layer summed in any order (check_binary_inputs +
+// prove_sparse_first_layer). Each is separately switchable (structure_options); a failed proof
+// names the layer and column in its plan_status and only means the engine must not use that
+// shortcut there. A proof never claims more than its arithmetic establishes; the arguments in
+// full: docs/challenge.md#structure-proofs.
 #pragma once
 
 #include <algorithm>
@@ -90,6 +24,11 @@
 #include "sdnn/core/plan.hpp"
 #include "sdnn/formats/csr.hpp"
 
+// Namespace sdnn::challenge: these proofs are about the challenge computation (its layout and its
+// epilogue), not about a general SpMM. Conventions (those of challenge/reference.hpp): a layer is
+// a host CSR W (float, int32), row = input neuron k, column = output neuron j; one layer maps a
+// row y to Z_j = sum_k y_k W(k, j) (float, k ascending, one rounding per product and per add,
+// accumulator starting at +0), y'_j = epi(Z_j), epi = epilogue_capped_relu(bias, cap).
 namespace sdnn::challenge {
 
 using layer_matrix = csr_matrix<float, std::int32_t>;
@@ -151,7 +90,13 @@ inline csc_lists to_columns(layer_matrix const& w) {
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
-// 1. Saturation fixed point and retirement.
+// 1. Saturation fixed point and retirement. Layer l "maps all-cap to all-cap" when, for the input
+// row (cap, ..., cap), epi(Z_j) == cap for every column j, Z_j recomputed exactly as the
+// reference computes it (ascending k), once with the product rounded and then added and once as
+// fma(cap, w, Z), the one contraction a compiler may apply; the column holds only when both give
+// the cap. A column with no entries or a non-finite weight fails; a non-finite or non-positive
+// cap, or a non-finite bias, fails every layer. A row exactly all-cap on entry to layer l with
+// suffix_fixed[l] stays all-cap through the last layer (induction), so it may retire as a category.
 
 struct layer_saturation {
   bool fixed = false;                   // the layer maps the all-cap vector to itself
@@ -270,7 +215,12 @@ inline saturation_proof prove_saturation(std::vector<layer_matrix> const& layers
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. Duplicate neurons (folding).
+// 2. Duplicate neurons (folding). Columns j, j' fold when their weight columns are identical as
+// lists of (input k, value) with values compared BITWISE (explicit zeros included) and their bias
+// is identical: Z_j and Z_j' are then the same float operations on the same operands, so the
+// representative (the smallest column of the class) computed in the reference order can be
+// broadcast. Exact: hash each column, sort by hash, compare candidates entry by entry. Nothing is
+// assumed from N (RadiX-Net layers fold 16-fold, the last layer of each block 32-fold).
 
 struct layer_folding {
   std::int32_t columns = 0;
@@ -358,7 +308,12 @@ inline std::vector<layer_folding> find_duplicate_columns(std::vector<layer_matri
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. Sparse first layer.
+// 3. Sparse first layer: layer 1 from the input CSR may sum a row's terms in any order when every
+// partial sum is exact. (i) every stored input is exactly 1.0f, so each product is exactly w;
+// (ii) per column j, all weights finite multiples of 2^g_j with U_j = sum |w| / 2^g_j <= 2^24 and
+// U_j 2^g_j <= FLT_MAX: then every partial sum is n 2^g_j with |n| <= 2^24, representable, so
+// every add is exact (a zero sum is +0 in every order). From layer 2 on the bias makes values
+// arbitrary floats, so no such proof is attempted.
 
 // ok when every stored value of the input CSR is exactly 1.0f (explicit zeros fail too).
 inline plan_status check_binary_inputs(layer_matrix const& y) {

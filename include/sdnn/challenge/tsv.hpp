@@ -1,28 +1,9 @@
-// sdnn/challenge/tsv.hpp - the Sparse DNN Graph Challenge text formats (host only).
-//
-// Layer files  (n1024-l1.tsv[.gz]):  "row<TAB>col<TAB>value" per line, 1-based, row = input
-//              neuron, col = output neuron; read as a neurons x neurons CSR (row = input), so
-//              Y (images x neurons) * W is the layer's product.
-// Image files  (sparse-images-1024.tsv[.gz]): "image<TAB>pixel<TAB>value", 1-based; read as an
-//              images x neurons CSR (row = image).
-// Category files (neuron1024-l120-categories.tsv): one 1-based image id per line.
-//
-// Readers take a path or an io::input (a file or bytes in memory), plain or gzip'd (detected
-// by the gzip magic; gzip needs zlib), and read_options (limits; see file_stream.hpp). They
-// stream through one buffer and tokenise each line in place (no iostreams), accept any
-// run of spaces/tabs between fields, '\r\n' line ends and blank lines, and accept entries
-// in any order (rows are bucketed, columns sorted within each row). Anything else throws
-// sdnn::error naming the file and the 1-based line: a field that is not a number, a NaN or
-// Inf value, a zero, negative or too large index, a line with other than 3 fields, a
-// duplicate entry (with the line of its first occurrence), a line longer than the limit, a
-// missing file or a directory, a truncated or corrupt gzip stream; and, naming the file, a
-// layer or image file without entries, or a count (neurons, images) whose row pointers
-// exceed read_options::max_claimed_bytes.
-//
-// write_challenge_tsv writes row-major (CSR order), 1-based, one entry per line, values in
-// the official number format: integral values as integers ("1", the images' format), any
-// other value as C's %e ("6.250000e-02", the weights' format) when that reads back to the
-// same float, else as %.8e (9 significant digits, which always round-trips a float).
+// sdnn/challenge/tsv.hpp - the Sparse DNN Graph Challenge text formats (host only): layer files
+// (n1024-l1.tsv[.gz], "row<TAB>col<TAB>value", row = input neuron), image files
+// (sparse-images-1024.tsv[.gz], "image<TAB>pixel<TAB>value") and category files (one 1-based
+// image id per line). Readers take a path or an io::input, plain or gzip'd, and read_options
+// (io/file_stream.hpp); anything malformed throws sdnn::error naming the file and the 1-based line.
+// The formats, what is accepted and what is refused: docs/challenge.md#tsv-formats.
 #pragma once
 
 #include <charconv>
@@ -53,7 +34,11 @@ struct challenge_triplets {
 };
 
 // Calls f(row, col, value, line) for each entry of a 3-column challenge file (ids range-checked
-// in the file's 1-based form, passed 0-based) until f returns false.
+// in the file's 1-based form, passed 0-based) until f returns false. Streams through one buffer
+// and tokenises each line in place (no iostreams); accepts any run of spaces/tabs between fields,
+// '\r\n' line ends and blank lines. Refuses, with the line: a field that is not a number, a NaN
+// or Inf value, a zero, negative or too large index, a line with other than 3 fields, a line
+// longer than read_options::max_line_bytes.
 template <class F>
 void for_each_challenge_entry(input const& src, read_options const& opt, std::int64_t row_limit,
                               std::int64_t max_col, char const* row_name, char const* col_name, F&& f) {
@@ -136,8 +121,11 @@ inline int format_challenge_value(float v, char* buf, std::size_t size) {
 
 }  // namespace detail
 
-// A neurons x neurons layer (row = input neuron, col = output neuron). A file without entries
-// is refused (a layer of 0 connections is always a wrong file).
+// A neurons x neurons layer (row = input neuron, col = output neuron), so Y (images x neurons)
+// * W is the layer's product. Entries in any order (rows are bucketed, columns sorted within each
+// row); a duplicate entry is refused with the line of its first occurrence. A file without
+// entries is refused (a layer of 0 connections is always a wrong file), and so is a neuron count
+// whose row pointers exceed read_options::max_claimed_bytes.
 inline csr_matrix<float, std::int32_t> read_challenge_layer(input const& src, std::int32_t neurons,
                                                             read_options const& opt = {}) {
   return detail::reading(src, [&] {
@@ -161,7 +149,8 @@ inline csr_matrix<float, std::int32_t> read_challenge_layer(std::string const& p
 
 // An images x neurons input batch (row = image). images = -1: as many rows as the largest
 // image id in the file; otherwise ids above `images` are an error and rows = images. A file
-// without entries is refused (0 images is always a wrong file).
+// without entries is refused (0 images is always a wrong file), and so is an image count whose
+// row pointers exceed read_options::max_claimed_bytes.
 inline csr_matrix<float, std::int32_t> read_challenge_images(input const& src, std::int32_t neurons,
                                                              std::int32_t images = -1, read_options const& opt = {}) {
   return detail::reading(src, [&] {
@@ -236,7 +225,11 @@ inline void write_categories(std::string const& path, std::vector<std::int32_t> 
   out.close();
 }
 
-// Writes m row by row, 1-based (row<TAB>col<TAB>value), gzip-compressed when gzip is true.
+// Writes m row by row (CSR order), 1-based (row<TAB>col<TAB>value), one entry per line,
+// gzip-compressed when gzip is true. Values in the official number format: integral values as
+// integers ("1", the images' format), any other value as C's %e ("6.250000e-02", the weights'
+// format) when that reads back to the same float, else as %.8e (9 significant digits, which
+// always round-trips a float).
 inline void write_challenge_tsv(std::string const& path, csr_view<float, std::int32_t> m, bool gzip = false) {
   byte_writer out(path, gzip);
   std::string text;

@@ -1,45 +1,9 @@
-// sdnn/challenge/kernel/engine.cuh - depth-first Graph Challenge inference (issue 10): a team
-// of T threads carries one input row through consecutive layers while its activations sit in
-// shared memory, reading the layers' weights from L2/L1, and takes the next row from a
-// device-side queue as soon as its row has died, retired or passed the last layer (per-row
-// refill: no row waits for another). No per-layer grid-wide pass, no per-layer host round trip,
-// no 60000 x N activation matrix in global memory.
-//
-// Class-compressed state. Per layer l the plan groups identical output neurons into D_l classes
-// (folding; a layer that does not fold has D_l = N classes, one per neuron). All members of a
-// class have the same value, so a row's state after layer l is D_l floats, not N. The plan
-// rewrites layer l + 1's input indices k into class(l, k) once, so layer l + 1 reads
-// state[class(l, k)] where the reference reads y[k]: the same values, the same terms, in the
-// same (ascending k) order.
-//
-//   layer 0:  z[u] = sum over the inputs k of class u's representative, ascending, with
-//             x[k] != 0, of x[k] * w      (x: the input row, scattered into a dense scratch row)
-//   layer l:  z[u] = sum over the terms (c, w) of class u, in the reference's k order, with
-//             s[c] != 0, of s[c] * w      (s: the state after layer l - 1)
-//   state[u] = epi_challenge(z[u])
-// One float rounding per product and one per add (__fmul_rn / __fadd_rn): the host reference's
-// arithmetic and terms, so every weight, not only exact ones, and even NaN or Inf weights, give
-// the reference's bits. Zero activations are skipped, as the reference sums only the stored
-// entries of Y (0 * Inf would be NaN).
-//
-// A row whose state is all zero is dead (not a category). A row whose state is exactly the cap
-// everywhere on entry to layer l leaves as a category when the plan proved that layers l..L-1
-// map all-cap to all-cap (suffix_fixed[l]). Rows alive after the last layer are categories.
-//
-// Teams: T = 32 (one warp per row, Teams warps per block, warp-level sync and votes) or T > 32
-// (one row per block, __syncthreads_or/and votes). State: two buffers of max_distinct floats
-// per team (ping-pong; one team barrier per layer separates a layer's reads from the next
-// layer's writes), in shared memory or, when they do not fit (N = 65536 without folding), in a
-// per-team slice of global scratch. The input row's dense scratch (N floats) likewise.
-//
-// Passes (challenge_engine_pass). With every layer resident one launch runs every layer for
-// every row. With streamed weights (challenge/engine.cuh) a launch runs one window of
-// consecutive layers: over a range of input rows (the first window), or over the rows parked by
-// the previous window. A row still alive after the window's last layer appends its id to the
-// live list and its D floats of state to the park (at the same position); the next window's
-// launch reloads it. Parking stores the state's floats unchanged, so a row's values and the
-// order of its terms are those of one pass; only where its state sits between two layers
-// differs.
+// sdnn/challenge/kernel/engine.cuh - the depth-first Graph Challenge kernel: a team of T threads
+// carries one input row through consecutive layers while its state sits in shared memory, reading
+// the layers' weights from L2/L1, and takes the next row from a device-side queue as soon as its
+// row has died, retired or passed the last layer (per-row refill: no row waits for another). No
+// per-layer grid-wide pass, no per-layer host round trip, no rows x N activation matrix in global
+// memory. Every output has the host reference's bits (docs/challenge.md#the-depth-first-engine).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -91,6 +55,8 @@ struct challenge_engine_scratch {
 // first-window row's id goes to overflow (overflow_count++) to be run again from its input, and
 // its layers are not counted. A later pass reads at most park_capacity rows of its live_in (the
 // count it is given also counts the overflow). net.terms holds terms from term_shift on.
+// Parking stores the state's floats unchanged, so a row's values and the order of its terms are
+// those of one pass; only where its state sits between two layers differs.
 struct challenge_engine_pass {
   std::int32_t first = 0, end = 0;
   std::int64_t term_shift = 0;
@@ -225,6 +191,25 @@ __device__ __forceinline__ void engine_uniform_sums(std::uint16_t const* ta, std
   zb = b;
 }
 
+// The engine. Per layer l the plan groups identical output neurons into D_l classes (folding;
+// D_l = N without it) and rewrites layer l + 1's inputs k into class(l, k), so a row's state is
+// D_l floats and layer l + 1 reads state[class(l, k)] where the reference reads y[k]:
+//   layer 0:  z[u] = sum over the inputs k of class u's representative, ascending, with
+//             x[k] != 0, of x[k] * w      (x: the input row, scattered into a dense scratch row)
+//   layer l:  z[u] = sum over the terms (c, w) of class u, in the reference's k order, with
+//             s[c] != 0, of s[c] * w      (s: the state after layer l - 1)
+//   state[u] = epi(z[u])
+// One float rounding per product and one per add (__fmul_rn / __fadd_rn): the host reference's
+// arithmetic and terms, so every weight, even NaN or Inf, gives the reference's bits. Zero
+// activations are skipped, as the reference sums only the stored entries of Y (0 * Inf would be
+// NaN). A row whose state is all zero is dead (not a category); a row exactly all-cap on entry to
+// layer l leaves as a category when the plan proved layers l..L-1 map all-cap to all-cap (the
+// layer's challenge_engine_suffix_bit); rows alive after the last layer are categories.
+// Teams: T = 32 (one warp per row, Teams warps per block, warp-level sync and votes) or T > 32
+// (one row per block, __syncthreads_or/and votes). State: two buffers of max_distinct floats per
+// team (ping-pong; one team barrier per layer separates a layer's reads from the next layer's
+// writes), and the input row's dense scratch (N floats), each in shared memory or, when it does
+// not fit, in a per-team slice of global scratch (challenge_engine_scratch).
 // Passes = false: the resident engine's one pass (challenge_engine_pass::whole), with the
 // window and park handling compiled out.
 template <int T, int Teams, class Term, bool Passes>

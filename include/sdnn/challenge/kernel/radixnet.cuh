@@ -1,18 +1,9 @@
-// sdnn/challenge/kernel/radixnet.cuh - the RadiX-Net challenge networks generated straight into device memory:
-// the fill kernel and the calls that launch it (the host generator is challenge/radixnet.hpp; the
-// device one lives in kernels/ because data/ sits below the kernels).
-//
-// Same networks, bit for bit, as the host generator (sdnn/challenge/radixnet.hpp): the block's
-// row permutation is computed on the host (a Fisher-Yates shuffle is sequential and costs
-// O(N)), copied to the device, and one grid-stride kernel writes the N x N CSR
-// (row_ptr[i] = 32 i, 32 ascending columns per row from detail::radixnet_column, values
-// 1/16). A 65536-neuron layer is 2M nonzeros (16 MB); the 65536 x 1920 network
-// (4.03e9 nonzeros) is generated layer by layer without ever touching host memory.
-//
-// Stream order: everything (allocation, the copy of the permutation, the kernel, the free
-// of the permutation) is enqueued on exec.stream. The permutation's host -> device copy
-// is from pageable memory, so cudaMemcpyAsync stages it before returning (the host vector
-// may be freed at once) and may wait for the stream; block 0 needs no copy (identity).
+// sdnn/challenge/kernel/radixnet.cuh - the RadiX-Net challenge networks generated straight into
+// device memory: the fill kernel and the calls that launch it. The same networks, bit for bit, as
+// the host generator (challenge/radixnet.hpp): the host computes a block's row permutation, one
+// grid-stride kernel writes each N x N CSR, so a 65536 x 1920 network never touches host memory
+// (docs/challenge.md#radix-net-networks). Everything (allocation, the copy of the permutation,
+// the kernel, the free of the permutation) is enqueued on exec.stream.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -64,7 +55,9 @@ inline csr_matrix<float, std::int32_t, device_space> radixnet_fill_layer(std::in
   return w;
 }
 
-// Uploads a host permutation (pageable copy, staged before return) to a stream-ordered buffer.
+// Uploads a host permutation to a stream-ordered buffer. The copy is from pageable memory, so
+// cudaMemcpyAsync stages it before returning (the host vector may be freed at once) and may wait
+// for the stream; block 0 needs no copy (identity).
 inline buffer<std::int32_t, device_space> upload_permutation(std::vector<std::int32_t> const& perm, cuda_exec exec) {
   return to_device(perm.data(), perm.size(), exec);
 }
