@@ -1,12 +1,9 @@
 // sdnn/linear/sparse_linear.cuh - the device members of layers::sparse_linear (declared in
 // sparse_linear.hpp for every compiler): the layer holds one ops::dense_sparse_plan and the
-// bias in device memory.
-//
-// A program whose .cpp files use a sparse_linear type needs these definitions in one .cu: a .cu
-// that includes this header and constructs the type gets them (its vtable instantiates the
-// device members); otherwise
-//   SDNN_INSTANTIATE_SPARSE_LINEAR(float, sdnn::policy::sparse_linear_default);
-// at namespace scope in a .cu instantiates every member of that layer type.
+// bias in device memory. A program whose .cpp files use a sparse_linear type needs these
+// definitions in one .cu: a .cu that includes this header and constructs the type gets them
+// (its vtable instantiates the device members); otherwise SDNN_INSTANTIATE_SPARSE_LINEAR (at
+// the end of this file) does.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -90,6 +87,7 @@ auto sparse_linear<T, F, P>::device_plan() const -> plan_type const& {
 }  // namespace sdnn::layers
 
 // Instantiates every member of sparse_linear<T, format::csr, Policy> in this .cu (for
-// programs whose .cpp files use that layer type but no .cu does).
+// programs whose .cpp files use that layer type but no .cu does), at namespace scope:
+//   SDNN_INSTANTIATE_SPARSE_LINEAR(float, sdnn::policy::sparse_linear_default);
 #define SDNN_INSTANTIATE_SPARSE_LINEAR(T, ...) \
   template class ::sdnn::layers::sparse_linear<T, ::sdnn::format::csr, __VA_ARGS__>

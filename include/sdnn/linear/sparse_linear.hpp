@@ -1,20 +1,11 @@
-// sdnn/linear/sparse_linear.hpp - a fully connected layer with sparse weights:
+// sdnn/linear/sparse_linear.hpp - layers::sparse_linear, a fully connected sparse layer:
 //
 //   Y_out = epi(Y_in * W)      Y: batch x in_features (dense, row-major), W: in_features x out_features (sparse)
 //
-// with the fused epilogue of core/epilogue.hpp; epilogue_capped_relu(bias) gives the Sparse DNN
-// Graph Challenge rule (bias only where the product is nonzero, ReLU, cap 32).
-//
-// Host execution is the plain reference (reference::dense_sparse_spmm's order). Device
-// execution runs ops::dense_sparse_plan<Policy, T> (linear/op/dense_sparse.cuh), the one dense x
-// sparse path of sdnn: the layer adds the bias on the device and the layer<T> interface.
-//
-// The same class in every compiler: the device members are declared here for every
-// translation unit. They are defined in linear/sparse_linear.cuh; a program with CUDA
-// (SDNN_HAS_CUDA=1) must compile that header in at least one .cu that instantiates the layer
-// type: constructing the type there is enough, else SDNN_INSTANTIATE_SPARSE_LINEAR(T, Policy)
-// in any .cu; without either, the link names the missing member. Without CUDA
-// (SDNN_HAS_CUDA=0) they throw sdnn::not_compiled.
+// with the fused epilogue of core/epilogue.hpp (e.g. epilogue_capped_relu(bias): bias only where
+// the product is nonzero, ReLU, cap 32). A program with CUDA must compile
+// linear/sparse_linear.cuh, where the device members are defined, in one .cu (see the class;
+// docs/linear.md#the-sparse-linear-layer).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +29,16 @@
 
 namespace sdnn::layers {
 
+// Host execution is the plain reference (reference::dense_sparse_spmm's order). Device
+// execution runs ops::dense_sparse_plan<Policy, T> (linear/op/dense_sparse.cuh), the one dense x
+// sparse path of sdnn: the layer adds the bias on the device and the layer<T> interface.
+//
+// The same class in every compiler: the device members are declared here for every
+// translation unit. They are defined in linear/sparse_linear.cuh; a program with CUDA
+// (SDNN_HAS_CUDA=1) must compile that header in at least one .cu that instantiates the layer
+// type: constructing the type there is enough, else SDNN_INSTANTIATE_SPARSE_LINEAR(T, Policy)
+// in any .cu; without either, the link names the missing member. Without CUDA
+// (SDNN_HAS_CUDA=0) they throw sdnn::not_compiled.
 template <class T, class Format = format::csr, class Policy = policy::sparse_linear_default>
 class sparse_linear : public layer<T> {
   static_assert(std::is_same_v<Format, format::csr>, "sparse_linear: only format::csr weights are implemented");
@@ -90,8 +91,9 @@ class sparse_linear : public layer<T> {
   // Every row of out = epi(in * W), on exec.stream. Plans first (for in.rows rows) when plan()
   // was not called or was called for fewer rows: that allocates.
   void forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) override;
-  // out[r] = epi(in[r] * W) for the listed rows only; flags as in linear/op/dense_sparse.cuh. Needs
-  // plan(). No synchronisation except for policy::cusparse_filter_rows (see its comment).
+  // out[r] = epi(in[r] * W) for the listed rows only; rows and flags as for
+  // ops::dense_sparse_plan::run_rows. Needs plan(). No synchronisation except for
+  // policy::cusparse_filter_rows (see its comment).
   void forward_rows(cuda_exec exec, dense_view<T const> in, dense_view<T> out, ops::listed_rows rows,
                     int* flags) const;
   // The device plan (after plan()), e.g. for its tiles_ok() or workspace_bytes().

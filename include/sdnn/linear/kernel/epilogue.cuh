@@ -1,12 +1,5 @@
 // sdnn/linear/kernel/epilogue.cuh - the unfused epilogue pass: c = epi(c) in place, as a second
 // kernel after a product that has no fused epilogue (the cuBLAS and cuSPARSE baselines).
-//
-//   apply_epilogue(c, epi, exec)                 every row; nothing is launched for an
-//                                                identity epilogue
-//   apply_epilogue(c, rows, epi, flags, exec)    rows 0..rows-1; flags[i] = 1 (device) when
-//                                                row i has a nonzero output (flags may be
-//                                                nullptr); always launched, as the flags
-//                                                are an output
 // One block per row (grid-strided), threads over the columns; epi is evaluated in its
 // accumulator type Acc and the result converted once on store, as in the fused kernels.
 #pragma once
@@ -45,7 +38,9 @@ __global__ void epilogue_pass_kernel(dense_view<T> c, std::int64_t rows, basic_e
   }
 }
 
-// c(r, j) = epi(c(r, j)) for r < rows, flags as above. Never synchronises.
+// c(r, j) = epi(c(r, j)) for r < rows; flags[r] = 1 (device, may be nullptr) when row r has
+// a nonzero output. Launched even for an identity epilogue, as the flags are an output.
+// Never synchronises.
 template <class T, class Acc>
 void apply_epilogue(dense_view<T> c, std::int64_t rows, basic_epilogue<Acc> const& epi, int* flags,
                     cuda_exec exec) {

@@ -1,22 +1,11 @@
-// sdnn/linear/kernel/gemm_tiled.cuh - tiled shared-memory dense GEMM with a fused epilogue.
+// sdnn/linear/kernel/gemm_tiled.cuh - tiled shared-memory dense GEMM with a fused epilogue,
+// and its launcher.
 //
 //   C[M x N] = epi(A[M x K] * B[K x N]), row-major views, T = float or __half (float
 //   accumulation), optionally over a subset of A's rows (empty-row skipping).
 //
-// Structure (policy::tiled_gemm<BM, BN, BK>): a block of (BM/8)*(BN/8) threads computes a
-// BM x BN tile of C. Each thread owns an 8x8 register tile made of two 4-row groups BM/2
-// apart and two 4-column groups BN/2 apart, so its per-k fragments are 4 x 16-byte
-// shared-memory loads. The K loop walks BK-deep slices: while slice t is multiplied out
-// of shared buffer t&1, slice t+1 is fetched into registers with 16-byte global loads and
-// written (A transposed, as float) into buffer (t+1)&1 after the multiply: one barrier
-// per slice. Out-of-range elements load as zero, so every size is handled; the 16-byte
-// path is used when every leading dimension is a multiple of the vector width and every
-// base pointer is 16-byte aligned (checked on the host), else 1-element loads.
-//
-// Row subsets: with `rows` != nullptr, tile row r of the launch is A/C row rows[r] for
-// r < *num_rows (compacted live rows; tiles past *num_rows exit at once). With `row_counts`
-// != nullptr (mask form), an A row whose count is 0 is not read (it loads as zero) and a
-// tile whose rows are all empty skips its K loop; its C rows still get epi(0).
+// Also the 16-byte load/store helpers the sparse kernels share. Tiling:
+// docs/linear.md#tiled-dense-and-tiled-gemm.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -76,6 +65,17 @@ inline bool aligned16(void const* p) { return (reinterpret_cast<std::uintptr_t>(
 
 }  // namespace detail
 
+// policy::tiled_gemm<BM, BN, BK>: a block of (BM/8)*(BN/8) threads computes a BM x BN tile
+// of C. Each thread owns an 8x8 register tile made of two 4-row groups BM/2 apart and two
+// 4-column groups BN/2 apart, so its per-k fragments are 4 x 16-byte shared-memory loads.
+// The K loop walks BK-deep slices: while slice t is multiplied out of shared buffer t&1,
+// slice t+1 is fetched into registers with 16-byte global loads and written (A transposed,
+// as float) into buffer (t+1)&1 after the multiply: one barrier per slice. Out-of-range
+// elements load as zero, so every size is handled.
+// Row subsets: with `rows` != nullptr, tile row r of the launch is A/C row rows[r] for
+// r < *num_rows (compacted live rows; tiles past *num_rows exit at once). With `row_counts`
+// != nullptr (mask form), an A row whose count is 0 is not read (it loads as zero) and a
+// tile whose rows are all empty skips its K loop; its C rows still get epi(0).
 template <class T, class Index, class Acc, int BM, int BN, int BK, bool Vec>
 __global__ void __launch_bounds__((BM / 8) * (BN / 8), 2)
     gemm_tiled_kernel(dense_view<T const> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> epi,
@@ -229,7 +229,9 @@ __global__ void __launch_bounds__((BM / 8) * (BN / 8), 2)
 }
 
 // Launches the tiled GEMM over `launch_rows` rows (a.rows, or the capacity of the `rows`
-// list whose device-side length is *num_rows). Enqueued on exec.stream; no synchronisation.
+// list whose device-side length is *num_rows). The 16-byte path (Vec) is taken when every
+// leading dimension is a multiple of the vector width and every base pointer is 16-byte
+// aligned, else 1-element loads. Enqueued on exec.stream; no synchronisation.
 template <class Policy, class T, class Index, class Acc>
 void gemm_tiled(dense_view<T const> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
                 Index const* rows, Index const* num_rows, std::int64_t launch_rows, Index const* row_counts,

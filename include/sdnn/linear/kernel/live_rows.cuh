@@ -1,6 +1,7 @@
-// sdnn/linear/kernel/live_rows.cuh - small kernels around the Graph Challenge layer loop:
-// densifying sparse input rows, flagging nonempty rows and materialising final activations.
-// The live-row list is compacted by ops::row_compaction (linear/op/rows.cuh).
+// sdnn/linear/kernel/live_rows.cuh - small kernels for layer loops that keep a list of live
+// rows on the device: densifying sparse input rows, flagging rows with a nonzero, and
+// copying, packing or unpacking listed rows. The live-row list is compacted by
+// ops::row_compaction (linear/op/rows.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -89,7 +90,7 @@ void densify_csr_rows(csr_view<T, Index> x, Index first, Index rows, dense_view<
   SDNN_CUDA_CHECK_LAUNCH();
 }
 
-// flags[i] = row first + i of the device CSR x is nonempty, for i < rows.
+// flags[i] = row first + i of the device CSR x holds a stored nonzero value, for i < rows.
 template <class T, class Index>
 void csr_nonempty_flags(csr_view<T, Index> x, Index first, Index rows, int* flags, cuda_exec exec) {
   if (rows == 0) return;

@@ -1,17 +1,8 @@
 // sdnn/linear/kernel/row_skip.cuh - empty-row detection and compaction for products C = epi(A * B):
-// the kernels and their launchers; the plan that owns the counts and lists is
-// ops::row_skip_plan (linear/op/row_skip.cuh).
-//
-// Two forms, both built at plan time from A (static inference weights / a given input):
-//  - mask form: counts[i] = number of nonzeros of row i of A (CSR: row_ptr differences;
-//    dense: cub::DeviceSegmentedReduce over a 0/1 transform of A). Kernels skip rows (and
-//    whole tiles) whose count is 0.
-//  - list form: cub::DeviceSelect::If over the row indices, once with counts[i] != 0
-//    (live rows, ascending, count num_live) and once with counts[i] == 0 (empty rows,
-//    count num_empty); both counts stay on the device, so launches are sized by M (an
-//    upper bound) and blocks past the count exit at once.
-// Contract: empty rows are not read nor multiplied, but their outputs are written:
-// fill_empty_rows() stores epi(0, col) there (zero for a zero_preserving() epilogue).
+// the kernels and their launchers (per-row counts, the functors of the CUB passes, the fill
+// of empty rows); the plan that owns the counts and lists is ops::row_skip_plan
+// (linear/op/row_skip.cuh). The mask and list forms and their contract:
+// docs/linear.md#empty-rows.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -79,7 +70,9 @@ void csr_row_counts(csr_view<T, Index> a, Index* counts, cuda_exec exec) {
 }
 
 // Writes epi(0, col) into the rows rows[0 .. *num_empty) of c (device list and count);
-// max_rows bounds the count and sizes the grid (at most 4096 blocks, grid-stride).
+// max_rows bounds the count and sizes the grid (at most 4096 blocks, grid-stride). The
+// contract of empty-row skipping: empty rows are neither read nor multiplied, but their
+// outputs are written here (zero for a zero_preserving() epilogue).
 template <class T, class Index, class Acc>
 void fill_empty_rows(dense_view<T> c, basic_epilogue<Acc> const& epi, Index const* rows, Index const* num_empty,
                      std::int64_t max_rows, cuda_exec exec) {

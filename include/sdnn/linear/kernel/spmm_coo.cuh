@@ -1,20 +1,10 @@
 // sdnn/linear/kernel/spmm_coo.cuh - sparse x dense products with a canonical (row-sorted) COO
-// left operand, nnz-split, epilogue fused, deterministic.
+// left operand, nnz-split, epilogue fused, deterministic; the kernel and its launcher.
 //
 //   C[M x N] = epi(A_coo[M x K] * B[K x N])
-// coo_nnz_split_kernel: one warp per (chunk of `chunk` entries, column slab); balanced by
-// construction, every warp does the same number of entries. The warp walks its chunk 32
-// entries at a time (row, col, value staged by one coalesced load and broadcast by
-// shuffle) and accumulates each run of equal rows in registers. A run that is a whole row
-// gets the epilogue and is stored into C directly; only the chunk's first and last run
-// can be parts of a row that crosses into a neighbouring chunk: their float partial sums
-// go to a carry buffer of 2 rows per chunk (O(chunks * N), not O(M * N)), and
-// nnz_split_fixup_kernel sums each crossing row's partials in chunk order, applies the
-// epilogue and stores. Rows without entries get epi(0) from the warp that sees the gap
-// (or from chunk 0 / the last chunk for rows before the first / after the last entry).
-// Every element of C is written exactly once and every sum has a fixed order, so results
-// are bitwise reproducible. The machinery is shared with the nnz-balanced CSR kernel: see
-// the nnz-split notes in spmm_csr.cuh.
+//
+// The carry and fix-up machinery is the nnz-balanced CSR kernel's (the nnz-split notes in
+// linear/kernel/spmm_csr.cuh; docs/linear.md#nnz-split).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -45,6 +35,17 @@ struct coo_crossing {
   }
 };
 
+// One warp per (chunk of `chunk` entries, column slab); balanced by construction, every warp
+// does the same number of entries. The warp walks its chunk 32 entries at a time (row, col,
+// value staged by one coalesced load and broadcast by shuffle) and accumulates each run of
+// equal rows in registers. A run that is a whole row gets the epilogue and is stored into C
+// directly; only the chunk's first and last run can be parts of a row that crosses into a
+// neighbouring chunk: their float partial sums go to the carry (2 rows per chunk, O(chunks *
+// N), not O(M * N)), and nnz_split_fixup_kernel sums each crossing row's partials in chunk
+// order, applies the epilogue and stores. Rows without entries get epi(0) from the warp that
+// sees the gap (or from chunk 0 / the last chunk for rows before the first / after the last
+// entry). Every element of C is written exactly once and every sum has a fixed order, so
+// results are bitwise reproducible.
 template <class T, class Index, class Acc, int U>
 __global__ void __launch_bounds__(128)
     coo_nnz_split_kernel(coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> epi,

@@ -1,21 +1,11 @@
-// sdnn/linear/kernel/spmm_csr.cuh - sparse x dense products with a CSR left operand.
+// sdnn/linear/kernel/spmm_csr.cuh - sparse x dense products with a CSR left operand and their
+// launchers:
 //
 //   C[M x N] = epi(A_csr[M x K] * B[K x N]), B and C row-major, T = float or __half
 //   (float accumulation).
 //
-// Work unit: one warp per (row, column slab). A slab is 32 lanes x U 16-byte vectors
-// (float: 128*U columns, __half: 256*U columns); lane l owns vectors l, l+32, ... so each
-// B-row read is U fully coalesced 512-byte transactions. The warp loads 32 (col, value)
-// pairs of its row at once (one coalesced load each), broadcasts them by shuffle, and
-// unrolls the nonzero loop by 4 so 4*U independent B loads are in flight. The slab index
-// is blockIdx.x (fastest), so the warps of all slabs of a row run together and A's row is
-// read from L1/L2 once per row in practice.
-//
-// Row maps (which rows a launch covers):
-//  - row_split: warp slot w -> row w, or rows[w] for w < *num_rows (compacted live rows);
-//  - nnz_balanced: warp slot w -> the nonzeros [w * share, (w + 1) * share), whatever rows
-//    they belong to (plan-time cut, see csr_nnz_bounds()); rows cut by a share boundary
-//    are finished by a deterministic fix-up pass (see the nnz-split notes below).
+// Row-split, staged-B and nnz-balanced kernels, and the nnz-split machinery the COO kernel
+// shares. How each maps warps to rows and nonzeros: docs/linear.md#csr-kernels.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -122,6 +112,14 @@ __device__ SDNN_FORCEINLINE void warp_store_row(dense_view<T> c, std::int64_t ro
   }
 }
 
+// Row split (policy::csr_row_split): one warp per (row, column slab). A slab is 32 lanes x U
+// 16-byte vectors (float: 128*U columns, __half: 256*U columns); lane l owns vectors l, l+32,
+// ..., so each B-row read is U fully coalesced 512-byte transactions. The warp loads 32 (col,
+// value) pairs of its row at once (one coalesced load each), broadcasts them by shuffle, and
+// unrolls the nonzero loop by 4 so 4*U independent B loads are in flight. Warp slot w takes
+// row w, or rows[w] for w < *num_rows (compacted live rows). The slab index is blockIdx.x
+// (fastest), so the warps of all slabs of a row run together and A's row is read from L1/L2
+// once per row in practice.
 // rows_in_x: the grid is (row groups, slabs) instead of (slabs, row groups), so blocks
 // scheduled together share a column slab of B rather than a row of A.
 template <class T, class Index, class Acc, int U, int Warps>

@@ -4,29 +4,8 @@
 //   C[M x N] = epi(A_csr[M x K] * B[K x N]), B and C row-major, T = float or __half
 //   (float accumulation).
 //
-// Why: the row-split kernel reads one B row (a 512-byte slab) from L2 per nonzero, so at
-// 90 % sparsity (4096^2 x 4096 x 1024) it moves 6.8 GB through L2 per call and sits on that.
-// Here a block owns RB = 8 * RowsPerWarp rows and one column slab (32 lanes x 16 bytes) and
-// walks K in chunks of KChunk rows of B: each chunk's B tile is copied once into shared
-// memory (cp.async, double-buffered: chunk c+1 is in flight while chunk c is multiplied)
-// and used by every nonzero of the block's rows in that chunk, about RB * density uses per
-// element instead of one. Per nonzero a warp then does one broadcast shared load of the
-// entry, one 16-byte shared load of B per lane and 4 (float) / 8 (__half) FMAs per lane;
-// the accumulators of the warp's RowsPerWarp rows stay in registers for the whole K walk,
-// and the epilogue is fused into the single store of each C element.
-//
-// The panel format (built on the device at plan time by build_csr_panels, no host sync):
-// A's nonzeros sorted by segment (row block, chunk, warp) and, inside a segment, by (row,
-// column) - a stable cub::DeviceRadixSort on the segment key keeps CSR order. Each entry is
-// 8 bytes {row in warp << 16 | byte offset of its B row in the tile, value as float bits}, so
-// the inner loop does one add for the shared address and one compare (entry < (i + 1) << 16)
-// to see whether the entry still belongs to row i; every segment ends with one sentinel
-// {0xffffffff, 0}, so that loop needs no bounds check either; offsets[s]
-// is where segment s starts (thrust::lower_bound). A chunk's entries for a whole block are
-// contiguous; up to `capacity` of them are staged in shared memory with the B tile, a
-// denser chunk is read from global memory instead (same result, slower). Rows of any length
-// and empty rows (epi(0)) are handled; a chunk in which the block has no nonzero loads
-// no B tile.
+// The panel-ordered copy of A (class csr_panels, built on the device at plan time), the
+// kernel and its launcher. Why panels, and the panel format: docs/linear.md#csr-panels.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -50,7 +29,10 @@
 
 namespace sdnn::kernels {
 
-// Read-only device view of a panel-ordered CSR (see the header comment).
+// Read-only device view of a panel-ordered CSR: A's nonzeros sorted by segment (row block,
+// chunk, warp) and, inside a segment, by (row, column). Each entry is 8 bytes {row in warp
+// << 16 | byte offset of its B row in the tile, value as float bits}; every segment ends with
+// one sentinel {0xffffffff, 0}; offsets[s] is where segment s starts.
 struct csr_panels_view {
   std::int64_t rows = 0, cols = 0;
   std::int64_t row_blocks = 0, chunks = 0;
@@ -62,7 +44,8 @@ namespace detail {
 
 constexpr int panel_warps = 8;
 
-// Entries a block stages per chunk: enough for 25 % density of the block's rows x chunk.
+// Entries a block stages per chunk: enough for 25 % density of the block's rows x chunk; a
+// denser chunk is read from global memory instead (same result, slower).
 template <int RW, int KC>
 inline constexpr int panel_capacity = ((panel_warps * RW * KC / 4 + panel_warps) + 1) / 2 * 2;
 
@@ -149,6 +132,15 @@ template <class T, int RW, int KC, int U>
 inline constexpr int panel_min_blocks =
     (RW * U * vec_width<T> <= 48 && 3 * (panel_smem_bytes<RW, KC, U> + 1024) <= 228 * 1024) ? 3 : 2;
 
+// One block (8 warps) per (RB = 8 * RW rows, column slab of 32 lanes x U 16-byte vectors),
+// walking K in chunks of KC rows of B: each chunk's B tile (and, when they fit, the block's
+// entries) is copied once into shared memory with cp.async, double-buffered (chunk c+1 is in
+// flight while chunk c is multiplied), and used by every nonzero of the block's rows in that
+// chunk. Per nonzero a warp does one broadcast shared load of the entry and, per lane and slab
+// vector, one 16-byte shared load of B and 4 (float) / 8 (__half) FMAs; the accumulators of the
+// warp's RW rows stay in registers for the whole K walk and the epilogue is fused into the
+// single store of each C element. A chunk in which the block has no nonzero loads no B tile;
+// empty rows get epi(0).
 template <class T, class Acc, int RW, int KC, int U>
 __global__ void __launch_bounds__(256, (panel_min_blocks<T, RW, KC, U>))
     csr_panels_kernel(csr_panels_view a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> epi, bool vec) {
@@ -257,7 +249,8 @@ __global__ void __launch_bounds__(256, (panel_min_blocks<T, RW, KC, U>))
   }
 }
 
-// Plan-time kernels of build_csr_panels.
+// Plan-time kernels of the csr_panels constructor: the segment keys of the entries, then one
+// sentinel per segment (its key sorts after the segment's entries).
 template <class T, class Index>
 __global__ void panel_keys_kernel(csr_view<T, Index> a, int rw, int kc, int row_bytes, std::int64_t chunks,
                                   unsigned long long* keys, uint2* vals) {
@@ -302,7 +295,9 @@ class csr_panels {
   csr_panels() = default;
 
   // Builds the panel order of `a` for RowsPerWarp = rw, KChunk = kc, SlabVectors = u on
-  // exec.stream (no host synchronisation; the temporaries are stream-ordered allocations).
+  // exec.stream (no host synchronisation; the temporaries are stream-ordered allocations): a
+  // stable cub::DeviceRadixSort on the segment key keeps CSR order inside a segment, and
+  // thrust::lower_bound finds where each segment starts.
   template <class T, class Index>
   csr_panels(csr_view<T, Index> a, int rw, int kc, int u, cuda_exec exec)
       : rows_(a.rows), cols_(a.cols), rw_(rw), kc_(kc), u_(u) {

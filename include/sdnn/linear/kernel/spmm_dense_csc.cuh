@@ -3,21 +3,8 @@
 //   c[r, j] = epi( sum_k a[r, k] * B[k, j], j )      for the listed rows r, every column j
 //
 // B (k x n) is given as its transpose bt (n x k, CSR), i.e. B in CSC: row j of bt lists the
-// inputs of output column j. Each thread owns one output column and accumulates it for
-// `Rows` activation rows at once, so each (index, value) of B is read once per `Rows` rows
-// (register blocking). When `Rows` rows of `a` fit in the staging budget of shared memory
-// they are staged there interleaved ([k][Rows], so the `Rows` values of one input sit in
-// consecutive words and are read with 16-byte loads); otherwise `a` is gathered straight
-// from global memory (L1/L2).
-//
-// Work is a list of row groups (`Rows` consecutive entries of the live-row list) times
-// column tiles. The row count may live on the device (num_live): the grid is sized for the
-// upper bound (max_live) but capped at what the GPU holds at once, and blocks loop over the
-// work items the device count implies, so a shrinking live set costs no host round trip and
-// no empty blocks.
-//
-// Optional output for row compaction: live_flags[i] is set to 1 when any output of the i-th
-// listed row is nonzero (never cleared here: the caller zeroes it).
+// inputs of output column j. The gather kernel and the footprint-tiled kernel, with their
+// launchers; how they lay out the work: docs/linear.md#dense-x-sparse.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -50,6 +37,18 @@ inline constexpr std::size_t csc_stage_bytes_limit = 96 * 1024;
 template <int Rows>
 inline constexpr int stage_stride = (Rows / 4) % 2 == 1 ? Rows : Rows + 4;
 
+// Each thread owns one output column and accumulates it for `Rows` activation rows at once,
+// so each (index, value) of B is read once per `Rows` rows (register blocking). Staged: the
+// `Rows` rows of `a` are staged in shared memory interleaved ([k][Rows], so the `Rows` values
+// of one input sit in consecutive words and are read with 16-byte loads); otherwise `a` is
+// gathered straight from global memory (L1/L2).
+// Work is a list of row groups (`Rows` consecutive entries of the live-row list) times
+// column tiles. The row count may live on the device (num_live): the grid is sized for the
+// upper bound (max_live) but capped at what the GPU holds at once, and blocks loop over the
+// work items the device count implies, so a shrinking live set costs no host round trip and
+// no empty blocks.
+// Optional output for row compaction: live_flags[i] is set to 1 when any output of the i-th
+// listed row is nonzero (never cleared here: the caller zeroes it).
 template <int Rows, int Threads, bool Staged, class T, class Index, class Acc>
 __global__ void __launch_bounds__(Threads)
     dense_csc_spmm_kernel(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T> c, basic_epilogue<Acc> epi,
@@ -167,8 +166,8 @@ void launch_dense_csc(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T
     // Raised at every launch (a cheap host call), never cached in a function-local static:
     // each translation unit that instantiates this kernel has its own handle for it, while
     // a static in this inline function is shared by the whole program, so a cached "done"
-    // set through one unit's handle left another unit's launches without the raised limit
-    // (cudaErrorInvalidValue; seen on an H200 with two test files using this kernel).
+    // set through one unit's handle would leave another unit's launches without the raised
+    // limit (cudaErrorInvalidValue, observed on an H200 with two test files using this kernel).
     SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   }
   int per_sm = 0;
@@ -230,7 +229,7 @@ void dense_csc_spmm(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T> 
 }
 
 // The same with an explicit register blocking (Rows rows per thread, 4/8/16/32) and the
-// optional live flags (see the file comment). Used by the sparse_linear policies.
+// optional live flags (see dense_csc_spmm_kernel). Used by the sparse_linear policies.
 template <int Rows, int Threads, class T, class Index, class Acc>
 void dense_csc_spmm_flagged(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T> c, basic_epilogue<Acc> epi,
                             Index const* live_rows, Index const* num_live, Index max_live, int* live_flags,
@@ -242,14 +241,14 @@ void dense_csc_spmm_flagged(dense_view<T const> a, csr_view<T, Index> bt, dense_
 // ---------------------------------------------------------------------------------------
 // Footprint tiles: the same product with B's columns grouped at plan time.
 //
-// Output columns with identical input lists are grouped (RadiX-Net challenge layers: 16
-// columns share each list of 32 inputs), and groups are packed into tiles of at most
-// `tile_cols` columns whose union of inputs (the footprint) has at most `max_footprint`
-// entries. A block stages the footprint of its tile for `Rows` activation rows in shared
-// memory (one gather per footprint entry instead of one per nonzero: 16x fewer for the
-// challenge layers) and computes the tile's columns from shared memory, with the inputs
-// re-indexed into the footprint (16-bit local indices). Works for any CSR: without shared
-// input lists a tile simply holds fewer columns.
+// Output columns with identical input lists are grouped, and groups are packed into tiles
+// of at most `tile_cols` columns whose union of inputs (the footprint) has at most
+// `max_footprint` entries. A block stages the footprint of its tile for `Rows` activation
+// rows in shared memory (one gather per footprint entry instead of one per nonzero: 16x
+// fewer in a layer whose output columns share each list of 32 inputs 16 at a time) and
+// computes the tile's columns from shared memory, with the inputs re-indexed into the
+// footprint (16-bit local indices). Works for any CSR: without shared input lists a tile
+// simply holds fewer columns.
 // The tiles (csc_tiles_host, csc_tiles_view) and their host build (build_csc_tiles) are in
 // formats/csc_tiles.hpp.
 

@@ -5,31 +5,8 @@
 //                              W given as W^T (N x K, CSR of codes = W in CSC; see below)
 //   quantized_csr_spmm:        C[M x N] = epi(A[M x K] * B[K x N])   A quantized CSR, B dense
 //
-// Value encodings (device views of the host encodings, uploaded by linear/op/quantized_spmm.cuh):
-//   int8_values_view:      q[p] (int8), scale[g], zero[g] per group g (one group, or one per
-//                          output channel = column of W); value = scale * float(q - zero),
-//                          one float rounding, exactly int8_encoding::decode;
-//   codebook4_values_view: 4-bit index per entry (entry p in byte p / 2, low nibble when p is
-//                          even) into 16 float entries (the half codebook widened, exact); the
-//                          kernels copy the codebook into shared memory.
-//
-// Dense x sparse (quantized_dense_csc_spmm) is bitwise equal to the host reference
-// ops::quantized_dense_sparse_spmm (host_exec): every output (r, j) sums the entries of
-// column j of W in ascending k (W^T's row j must list its entries in the order the host
-// reference meets them: k ascending, storage order among duplicates), skips zero inputs
-// (x[r, k] == 0), and rounds once per product and once per add (__fmul_rn / __fadd_rn, so
-// nvcc cannot contract them into an FMA). Structure as linear/kernel/spmm_dense_csc.cuh: one
-// thread per output column and Rows activation rows (register blocking); the Rows rows of X
-// are staged in shared memory ([k][stride], 16-byte reads) when they fit, else gathered from
-// global memory. The per-channel scale and zero point of a thread's column are read once.
-//
-// Sparse x dense (quantized_csr_spmm): one warp per row of A and slab of 32 * U columns of
-// B; the warp decodes 32 entries of its row at once (one per lane) and broadcasts them by
-// shuffle; each lane accumulates its U columns with fmaf. Its float sums differ from the
-// host reference (which sums in double and rounds once) only by float rounding: at most
-// about nnz(row) * 2^-24 * sum_k |a_ik b_kj| (plus one rounding of the epilogue's adds).
-//
-// All pointers are device pointers; launches enqueue on exec.stream, no synchronisation.
+// Kernels and launchers. All pointers are device pointers; launches enqueue on exec.stream,
+// no synchronisation. Encodings and exactness: docs/linear.md#quantized-products.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -48,7 +25,11 @@
 namespace sdnn::kernels {
 
 // ---- device views ------------------------------------------------------------------------
+// Device views of the host encodings of formats/quantized.hpp, uploaded by
+// linear/op/quantized_spmm.cuh.
 
+// int8: q[p], scale[g], zero[g] per group g (one group, or one per output channel = column
+// of W); value = scale * float(q - zero), one float rounding, exactly int8_encoding::decode.
 struct int8_values_view {
   std::int8_t const* q = nullptr;       // [nnz]
   float const* scale = nullptr;         // [groups]
@@ -56,6 +37,9 @@ struct int8_values_view {
   bool per_channel = false;             // groups = channels (else one group)
 };
 
+// codebook4: a 4-bit index per entry (entry p in byte p / 2, low nibble when p is even)
+// into 16 float entries (the half codebook widened, exact); the kernels copy the codebook
+// into shared memory.
 struct codebook4_values_view {
   std::uint8_t const* packed = nullptr;  // [(nnz + 1) / 2]
   float codebook[16] = {};               // by value: the kernels copy it into shared memory
@@ -117,6 +101,15 @@ inline constexpr int q_stage_stride = (Rows / 4) % 2 == 1 ? Rows : Rows + 4;
 // Shared memory for staged activation rows (as spmm_dense_csc.cuh).
 inline constexpr std::size_t q_stage_bytes_limit = 96 * 1024;
 
+// Bitwise equal to the host reference ops::quantized_dense_sparse_spmm (host_exec): every
+// output (r, j) sums the entries of column j of W in ascending k (W^T's row j must list its
+// entries in the order the host reference meets them: k ascending, storage order among
+// duplicates), skips zero inputs (x[r, k] == 0), and rounds once per product and once per
+// add (__fmul_rn / __fadd_rn, so nvcc cannot contract them into an FMA). Structure as
+// dense_csc_spmm_kernel (linear/kernel/spmm_dense_csc.cuh): one thread per output column
+// and Rows activation rows (register blocking); the Rows rows of X are staged in shared
+// memory ([k][stride], 16-byte reads) when they fit, else gathered from global memory. The
+// per-channel scale and zero point of a thread's column are read once.
 template <int Rows, int Threads, bool Staged, class Values>
 __global__ void __launch_bounds__(Threads)
     quantized_dense_csc_kernel(dense_view<float const> a, quantized_csr_view<Values> wt, dense_view<float> c,
@@ -217,6 +210,11 @@ void launch_quantized_dense_csc(dense_view<float const> a, quantized_csr_view<Va
   SDNN_CUDA_CHECK_LAUNCH();
 }
 
+// One warp per row of A and slab of 32 * U columns of B; the warp decodes 32 entries of its
+// row at once (one per lane) and broadcasts them by shuffle; each lane accumulates its U
+// columns with fmaf. Its float sums differ from the host reference (which sums in double and
+// rounds once) only by float rounding: at most about nnz(row) * 2^-24 * sum_k |a_ik b_kj|
+// (plus one rounding of the epilogue's adds).
 template <int U, int Warps, class Values>
 __global__ void __launch_bounds__(Warps * 32)
     quantized_csr_spmm_kernel(quantized_csr_view<Values> a, dense_view<float const> b, dense_view<float> c,
@@ -265,7 +263,7 @@ __global__ void __launch_bounds__(Warps * 32)
 
 // Y = epi(X * W), W (K x N) given as wt = W^T (N x K quantized CSR view, device; int8 channel
 // = row of wt). X: M x K, Y: M x N (row-major, any ld >= cols). Bitwise equal to the host
-// reference (see the file comment). epi.bias: device pointer (or nullptr).
+// reference (see quantized_dense_csc_kernel). epi.bias: device pointer (or nullptr).
 template <class Values>
 void quantized_dense_csc_spmm(dense_view<float const> x, quantized_csr_view<Values> wt, dense_view<float> y,
                               basic_epilogue<float> const& epi, cuda_exec exec) {
@@ -283,7 +281,7 @@ void quantized_dense_csc_spmm(dense_view<float const> x, quantized_csr_view<Valu
 }
 
 // C = epi(A * B), A (M x K quantized CSR view, device; int8 channel = column), B: K x N,
-// C: M x N (row-major, any ld >= cols). Float accumulation (see the file comment).
+// C: M x N (row-major, any ld >= cols). Float accumulation (see quantized_csr_spmm_kernel).
 template <class Values>
 void quantized_csr_spmm(quantized_csr_view<Values> a, dense_view<float const> b, dense_view<float> c,
                         basic_epilogue<float> const& epi, cuda_exec exec) {

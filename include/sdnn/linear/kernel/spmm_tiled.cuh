@@ -4,11 +4,7 @@
 //   C[M x N] = epi(A_tiled[M x K] * B[K x N]); A is stored as 32 x 32 dense tiles with a
 //   CSR index over the occupied tiles (formats/tiled_dense.hpp). Only 32 x 32 tiles are
 //   compiled (the format's default); other tile shapes are rejected on the host.
-// One block of 256 threads per (tile row, 128-column slab of B): for each occupied tile
-// (ti, tj) of the tile row, the tile (transposed, as float) and the 32 x 128 slab of B
-// rows tj*32 .. tj*32+31 go through shared memory and are multiplied densely; each
-// thread owns a 4 x 4 register tile (rows 4*ty.., columns 4*tx..). All-zero tiles are
-// never read; a tile row without occupied tiles writes epi(0).
+// The kernel and its launcher; docs/linear.md#tiled-dense-and-tiled-gemm.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -27,6 +23,11 @@ namespace sdnn::kernels {
 namespace detail {
 inline constexpr int tiled_spmm_tile = 32, tiled_spmm_slab = 128;
 
+// One block of 256 threads per (tile row, 128-column slab of B): for each occupied tile
+// (ti, tj) of the tile row, the tile (transposed, as float) and the 32 x 128 slab of B
+// rows tj*32 .. tj*32+31 go through shared memory and are multiplied densely; each
+// thread owns a 4 x 4 register tile (rows 4*ty.., columns 4*tx..). All-zero tiles are
+// never read; a tile row without occupied tiles writes epi(0).
 template <class T, class Acc>
 __global__ void __launch_bounds__(256)
     tiled_dense_spmm_kernel(tiled_dense_view<T const> a, dense_view<T const> b, dense_view<T> c,

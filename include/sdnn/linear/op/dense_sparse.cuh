@@ -1,22 +1,8 @@
-// sdnn/linear/op/dense_sparse.cuh - the device plan of the dense x sparse product (linear/op/dense_sparse.hpp):
-//
-//   ops::dense_sparse_plan<Policy, T> p(w, exec, opt);        W: host csr_matrix (transposed and
-//                                                             tiled on the host, uploaded once) or
-//                                                             device csr_matrix (transposed on the
-//                                                             device; csc_tiled downloads W^T once
-//                                                             to build its tiles: synchronises)
-//   p.run(exec, a, c, epi, ws = {})                           every row of C = epi(A * W)
-//   p.run_rows(exec, a, c, epi, rows, flags, ws = {})         only the listed rows (pipelines)
-//
-// Protocol, workspace and stream rules: core/plan.hpp. run() and run_rows() are const, enqueue
-// on exec.stream and do not allocate, free or synchronise, except the two cuSPARSE baselines
-// whose definition is to do so: cusparse_buffer_per_call allocates and frees its buffer on
-// every run (stream-ordered), and cusparse_filter_rows reads the live count back (synchronises).
-//
-// Listed rows (run_rows): rows.list (device, nullptr = rows 0..max_live-1), rows.count (device
-// scalar, nullptr = max_live), rows.max_live (an upper bound of the count). flags (device,
-// optional) gets flags[i] = 1 for each listed row i whose output has a nonzero (never cleared:
-// the caller zeroes it). Rows not listed are not written.
+// sdnn/linear/op/dense_sparse.cuh - the device plan of the dense x sparse product C = epi(A * W)
+// (linear/op/dense_sparse.hpp): ops::dense_sparse_plan<Policy, T>, made from W on the host or
+// the device, whose run() covers every row and run_rows() a device list of rows (pipelines),
+// and the one-shot ops::spmm_dense_sparse(cuda_exec, ...). Protocol, workspace and stream
+// rules: core/plan.hpp; the policies' layouts: docs/linear.md#dense-x-sparse.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -61,6 +47,10 @@ template <int R, int Th>
 inline constexpr bool is_csc_tiled_v<policy::csc_tiled<R, Th>> = true;
 }  // namespace detail
 
+// run() and run_rows() are const, enqueue on exec.stream and do not allocate, free or
+// synchronise, except the two cuSPARSE baselines whose definition is to do so:
+// cusparse_buffer_per_call allocates and frees its buffer on every run (stream-ordered), and
+// cusparse_filter_rows reads the live count back (synchronises).
 template <class Policy, class T>
 class dense_sparse_plan {
   using unwrap = detail::unwrap_skip<Policy>;
@@ -154,7 +144,11 @@ class dense_sparse_plan {
     }
   }
 
-  // c[r] = epi(a[r] * W) for the listed rows only; flags as in the file comment.
+  // c[r] = epi(a[r] * W) for the listed rows only: rows.list (device, nullptr = rows
+  // 0..max_live-1), rows.count (device scalar, nullptr = max_live), rows.max_live (an upper
+  // bound of the count). flags (device, optional) gets flags[i] = 1 for each listed row i
+  // whose output has a nonzero (never cleared: the caller zeroes it). Rows not listed are not
+  // written.
   template <class Acc>
   void run_rows(cuda_exec exec, dense_view<T const> a, dense_view<T> c, basic_epilogue<Acc> const& epi,
                 listed_rows rows, int* flags, workspace ws = {}) const {

@@ -3,15 +3,9 @@
 //   C[M x N] = epi(A[M x K] * W[K x N])      A dense row-major (activations), W sparse CSR
 //                                            (row = input neuron, column = output neuron)
 //
-//   ops::spmm_dense_sparse(exec, policy, a, w, c, epi)   one shot (host_exec: the reference;
-//                                                        cuda_exec: makes a plan, runs it once)
-//   ops::dense_sparse_plan<Policy, T>                    (linear/op/dense_sparse.cuh) the plan
-//                                                        protocol of core/plan.hpp; what
-//                                                        layers::sparse_linear and
-//                                                        pipeline::challenge_network run
-// Policies: linear/policy/dense_sparse.hpp. Every policy sums each output in the reference's order
-// (k ascending, one rounding per add in the accumulator type; reference::dense_sparse_spmm),
-// except the cuSPARSE baselines, whose order is cuSPARSE's.
+// ops::spmm_dense_sparse runs it once (host_exec: the reference; cuda_exec: a plan run once);
+// ops::dense_sparse_plan (linear/op/dense_sparse.cuh) is the plan that layers::sparse_linear
+// and layer pipelines run. Policies: linear/policy/dense_sparse.hpp.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +26,9 @@
 namespace sdnn::ops {
 
 // The device plan (linear/op/dense_sparse.cuh). Declared here so host code can hold pointers to it.
+// Every policy sums each output in the reference's order (k ascending, one rounding per add in
+// the accumulator type; reference::dense_sparse_spmm), except the cuSPARSE baselines, whose
+// order is cuSPARSE's.
 template <class Policy, class T>
 class dense_sparse_plan;
 

@@ -1,21 +1,8 @@
-// sdnn/linear/op/gemm.cuh - cuda_exec implementations of ops::gemm (see linear/op/gemm.hpp).
-//
-//   tiled_gemm<...>                       kernels::gemm_tiled, no synchronisation
-//   cublas_gemm                           vendor::cublas_gemm (+ unfused epilogue pass)
-//   skip_empty_rows_mask<tiled_gemm>      per-row counts of A (cub segmented reduce), then
-//                                         the tiled kernel skipping empty rows/tiles
-//   skip_empty_rows_compact<tiled_gemm>   counts + cub::DevicePartition live/empty rows,
-//                                         the tiled kernel over live rows, epi(0) fill
-//   automatic                             counts + partition, reads the live count back
-//                                         (SYNCHRONISES exec.stream once), then
-//                                         policy::choose_gemm picks plain or compacted
-//                                         with the current device's tuning table.
-// The one-shot ops::gemm is a function, not a plan: the empty-row forms make an
-// ops::row_skip_plan of A on every call (A is an activation matrix that changes per call), so
-// they allocate and free its arrays (stream-ordered) each time. To run without allocating,
-// make the row_skip_plan once for the row count (row_skip_plan<int>(rows, exec)), run it on
-// each new A (skip.run(exec, a)) and pass it to ops::gemm(exec, policy, a, b, c, epi, skip).
-// policy::automatic reads the live count back (SYNCHRONISES), as said above.
+// sdnn/linear/op/gemm.cuh - cuda_exec implementations of ops::gemm (see linear/op/gemm.hpp), one
+// gemm_impl per policy: tiled_gemm, cublas_gemm, the mask and list forms of empty-row skipping
+// around tiled_gemm, and automatic. Only policy::automatic synchronises (once, to read the
+// live-row count back). ops::gemm is a function, not a plan: to run the empty-row forms
+// without allocating, pass a prepared row_skip_plan (the overload at the end of this file).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +22,7 @@ template <int M, int N, int K>
 inline constexpr bool is_tiled_gemm_v<policy::tiled_gemm<M, N, K>> = true;
 }  // namespace detail
 
+// tiled_gemm: kernels::gemm_tiled; no synchronisation.
 template <int M, int N, int K>
 struct gemm_impl<cuda_exec, policy::tiled_gemm<M, N, K>> {
   template <class T, class Acc>
@@ -45,6 +33,8 @@ struct gemm_impl<cuda_exec, policy::tiled_gemm<M, N, K>> {
   }
 };
 
+// cublas_gemm: vendor::cublas_gemm on the calling thread's default handle, then the unfused
+// epilogue pass.
 template <>
 struct gemm_impl<cuda_exec, policy::cublas_gemm> {
   template <class T, class Acc>
@@ -54,6 +44,10 @@ struct gemm_impl<cuda_exec, policy::cublas_gemm> {
   }
 };
 
+// Mask form: per-row counts of A (cub segmented reduce), then the tiled kernel skipping empty
+// rows and tiles. Without a prepared row_skip_plan, one is made of A on every call (A is an
+// activation matrix that changes per call): that allocates and frees its arrays
+// (stream-ordered) each time.
 template <class Inner>
 struct gemm_impl<cuda_exec, policy::skip_empty_rows_mask<Inner>> {
   static_assert(detail::is_tiled_gemm_v<Inner>, "skip_empty_rows_mask: the dense inner policy must be tiled_gemm");
@@ -71,6 +65,9 @@ struct gemm_impl<cuda_exec, policy::skip_empty_rows_mask<Inner>> {
   }
 };
 
+// List form: counts, then cub::DeviceSelect of the live and the empty rows, the tiled kernel
+// over the live rows and the epi(0) fill of the empty ones. Allocates per call as the mask
+// form does without a prepared row_skip_plan.
 template <class Inner>
 struct gemm_impl<cuda_exec, policy::skip_empty_rows_compact<Inner>> {
   static_assert(detail::is_tiled_gemm_v<Inner>, "skip_empty_rows_compact: the dense inner policy must be tiled_gemm");
@@ -90,6 +87,8 @@ struct gemm_impl<cuda_exec, policy::skip_empty_rows_compact<Inner>> {
   }
 };
 
+// automatic: counts + partition, reads the live count back (SYNCHRONISES exec.stream once),
+// then policy::choose_gemm picks plain or compacted with the current device's tuning table.
 template <>
 struct gemm_impl<cuda_exec, policy::automatic> {
   template <class T, class Acc>
@@ -118,7 +117,9 @@ struct gemm_impl<cuda_exec, policy::automatic> {
   }
 };
 
-// C = epi(A * B) with a prepared empty-row plan (skip_empty_rows_mask / _compact only).
+// C = epi(A * B) with a prepared empty-row plan (skip_empty_rows_mask / _compact only), which
+// runs without allocating: make the row_skip_plan once for the row count
+// (row_skip_plan<int>(rows, exec)), run it on each new A (skip.run(exec, a)) and pass it here.
 template <class Policy, class T, class Acc>
 void gemm(cuda_exec exec, Policy, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
           basic_epilogue<Acc> const& epi, ops::row_skip_plan<std::int32_t> const& skip) {

@@ -1,28 +1,10 @@
 // sdnn/linear/op/quantized_spmm.cuh - the device side of the products with quantized CSR weights
-// (linear/op/quantized_spmm.hpp has the host references; linear/kernel/spmm_quantized.cuh the kernels):
-//
-//   device_quantized_csr<Encoding> d(q, exec)                 q (host quantized_csr) uploaded as
-//                                                             stored; d.view() for the kernels
-//   ops::quantized_dense_sparse_plan<Encoding> p(w, exec)     Y = epi(X * W), W host quantized
-//   p.run(exec, x, y, epi, ws = {})                           (K x N): W^T of the codes built on
-//                                                             the host, uploaded once
-//   ops::quantized_spmm_plan<Encoding> p(a, exec)             C = epi(A * B), A host quantized
-//   p.run(exec, b, c, epi, ws = {})                           (M x K), uploaded as stored
-//   ops::quantized_dense_sparse_spmm(cuda_exec, x, w, y, epi) one shot: plan + one run
-//   ops::quantized_spmm(cuda_exec, a, b, c, epi)              one shot: plan + one run
-//
+// (linear/op/quantized_spmm.hpp has the host references; linear/kernel/spmm_quantized.cuh the
+// kernels): device_quantized_csr (the upload), ops::quantized_dense_sparse_plan
+// (Y = epi(X * W)), ops::quantized_spmm_plan (C = epi(A * B)) and their one-shot calls.
 // Operands x, y, b, c and epi.bias are device memory; the weights are the host containers of
-// formats/quantized.hpp (plans copy what they need; the container may be destroyed after the
-// constructor returns). Protocol (core/plan.hpp): can_implement(q) says why a container can
-// not be planned (inconsistent sizes, indices out of range, more than int32 entries);
-// constructors check it and throw sdnn::error; run() is const, enqueues on exec.stream and
-// never allocates, frees or synchronises; neither plan needs a workspace (workspace_bytes()
-// is 0; a workspace argument is accepted and ignored, for uniformity).
-//
-// Results: the dense x sparse product is bitwise equal to the host reference
-// ops::quantized_dense_sparse_spmm(host_exec, ...) (same order, same roundings); the sparse x
-// dense product sums in float and differs from the host reference (double sums) only by float
-// rounding (bound in linear/kernel/spmm_quantized.cuh); with small-integer data both are exact.
+// formats/quantized.hpp, which the plans copy (the container may be destroyed after the
+// constructor returns). Results against the host: docs/linear.md#quantized-products.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -133,7 +115,12 @@ class device_quantized_csr {
 namespace ops {
 
 // Why a quantized_csr cannot be planned (empty: it can): sizes and indices are checked, as a
-// device kernel reading an inconsistent container would read out of bounds.
+// device kernel reading an inconsistent container would read out of bounds (inconsistent
+// sizes, indices out of range, more than int32 entries). Both plans follow the protocol of
+// core/plan.hpp: their constructors check this and throw sdnn::error; run() is const,
+// enqueues on exec.stream and never allocates, frees or synchronises; neither plan needs a
+// workspace (workspace_bytes() is 0; a workspace argument is accepted and ignored, for
+// uniformity).
 template <class Encoding>
 plan_status quantized_can_implement(quantized_csr<Encoding> const& q) {
   using ::sdnn::detail::concat;
@@ -259,7 +246,9 @@ class quantized_dense_sparse_plan {
   sdnn::detail::run_streams runs_;  // last: released first (core/plan.cuh)
 };
 
-// C[M x N] = epi(A[M x K] * B[K x N]), A quantized; float sums.
+// C[M x N] = epi(A[M x K] * B[K x N]), A quantized; float sums, which differ from the host
+// reference (double sums) only by float rounding (bound in linear/kernel/spmm_quantized.cuh);
+// with small-integer data the result is exact.
 template <class Encoding>
 class quantized_spmm_plan {
  public:

@@ -1,8 +1,7 @@
 // sdnn/linear/op/quantized_spmm.hpp - products with quantized CSR weights (formats/quantized.hpp),
-// host executor: the reference that future device kernels (codebook in shared memory or
-// registers, int8 scales per column) are tested against. Values are decoded on the fly to
-// float and summed in float (Y * W) or double (A * B), in exactly the order of the float
-// references (linear/reference/spmm.hpp), so
+// host executor: the references the device kernels (linear/kernel/spmm_quantized.cuh) are
+// tested against. Values are decoded on the fly to float and summed in float (Y * W) or
+// double (A * B), in exactly the order of the float references (linear/reference/spmm.hpp), so
 //     quantized_dense_sparse_spmm(x, q, y, epi) == dense_sparse_spmm(x, dequantize(q), y, epi)
 //     quantized_spmm(q, b, c, epi)              == spmm(dequantize(q), b, c, epi)
 // bit for bit.

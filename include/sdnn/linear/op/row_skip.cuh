@@ -1,20 +1,9 @@
 // sdnn/linear/op/row_skip.cuh - row_skip_plan: the per-row nonzero counts and the live / empty
-// row partition of a device matrix (see linear/kernel/row_skip.cuh for the two forms and the
-// contract on empty rows). A host plan owning device arrays, so it lives in ops/.
-//
-// Protocol (core/plan.hpp):
-//   row_skip_plan<Index>::can_implement(rows)          rows in [0, 2^31) and representable in Index
-//   row_skip_plan<Index> p(rows, exec, opt = {})       allocates the result arrays (counts, live and
-//                                                      empty lists, two counts) and, unless
-//                                                      opt.own_workspace is false, the CUB scratch
-//   p.workspace_bytes()                                the CUB scratch (not plan data)
-//   p.run(exec, a, ws = {})                            analyses A (device CSR or dense, a.rows ==
-//                                                      rows): const, enqueues only
-//   row_skip_plan<Index> p(a, exec, opt = {})          both at once (plan for a.rows, then run(a))
-// run() writes the plan's result arrays, which the products read afterwards (gemm with
-// skip_empty_rows_*, csr_spmm_plan<skip_empty_rows_compact<...>>): like the plan's own
-// workspace, they are shared by every run, so runs on different streams race on them. Only
-// num_live_host() synchronises (the automatic GEMM reads the live count back).
+// row partition of a device matrix (CSR or dense), which the empty-row forms of the products
+// read (gemm with skip_empty_rows_*, csr_spmm_plan<skip_empty_rows_compact<...>>). A host plan
+// owning device arrays (protocol of core/plan.hpp); its kernels are in
+// linear/kernel/row_skip.cuh. The two forms and the contract on empty rows:
+// docs/linear.md#empty-rows.
 #pragma once
 
 #include <cub/device/device_select.cuh>
@@ -39,11 +28,15 @@
 
 namespace sdnn::ops {
 
+// run() writes the plan's result arrays, which the products read afterwards: like the plan's
+// own workspace, they are shared by every run, so runs on different streams race on them.
+// Only num_live_host() synchronises (the automatic GEMM reads the live count back).
 template <class Index>
 class row_skip_plan {
  public:
   row_skip_plan() = default;
 
+  // rows in [0, 2^31) and representable in Index.
   static plan_status can_implement(std::int64_t rows) {
     if (rows < 0) return plan_status::failure("row_skip_plan: rows must be >= 0, got " + std::to_string(rows));
     if (rows > INT32_MAX || rows > static_cast<std::int64_t>(std::numeric_limits<Index>::max()))
@@ -52,7 +45,8 @@ class row_skip_plan {
     return {};
   }
 
-  // Plans for matrices of `rows` rows: allocates the results (and the workspace, see above).
+  // Plans for matrices of `rows` rows: allocates the result arrays (counts, live and empty
+  // lists, two counts) and, unless opt.own_workspace is false, the CUB scratch.
   row_skip_plan(std::int64_t rows, cuda_exec exec, plan_options opt = {})
       : rows_(checked(rows)), own_workspace_(opt.own_workspace), runs_(exec) {
     counts_ = buffer<Index, device_space>(static_cast<std::size_t>(rows_), exec);
@@ -76,7 +70,7 @@ class row_skip_plan {
     }
     if (own_workspace_ && cub_bytes_ > 0) own_ = buffer<unsigned char, device_space>(cub_bytes_, exec);
   }
-  // Plan and run at once, from a device CSR or dense matrix.
+  // Plan and run at once, from a device CSR or dense matrix (plan for a.rows, then run(a)).
   template <class T>
   row_skip_plan(csr_view<T, Index> a, cuda_exec exec, plan_options opt = {}) : row_skip_plan(a.rows, exec, opt) {
     run(exec, a);
@@ -88,9 +82,11 @@ class row_skip_plan {
   row_skip_plan(row_skip_plan&&) noexcept = default;
   row_skip_plan& operator=(row_skip_plan&&) noexcept = default;
 
+  // The CUB scratch of run() (not plan data).
   std::size_t workspace_bytes() const noexcept { return cub_bytes_; }
 
-  // Counts and partitions the rows of a device CSR (counts from row_ptr).
+  // Counts and partitions the rows of a device CSR (counts from row_ptr); a.rows == rows().
+  // const; enqueues only.
   template <class T>
   void run(cuda_exec exec, csr_view<T, Index> a, workspace ws = {}) const {
     check_rows(a.rows);

@@ -1,5 +1,5 @@
 // sdnn/linear/op/rows.cuh - row bookkeeping for pipelines that keep a list of live rows on the
-// device (pipeline::challenge_network): densify sparse input rows, flag nonempty / nonzero
+// device from layer to layer: densify sparse input rows, flag nonempty / nonzero
 // rows, compact a list by flags (CUB), and materialise listed rows. Each call checks its
 // arguments and enqueues on exec.stream; none allocates (row_compaction allocates at plan
 // time) and none synchronises.
@@ -28,7 +28,7 @@ void densify_rows(csr_view<T, std::int32_t> x, std::int32_t first, std::int32_t 
                "-row matrix");
   kernels::densify_csr_rows(x, first, rows, y, exec);
 }
-// flags[i] = 1 when row first + i of the device CSR x is nonempty (i < rows).
+// flags[i] = 1 when row first + i of the device CSR x holds a stored nonzero value (i < rows).
 template <class T>
 void nonempty_row_flags(csr_view<T, std::int32_t> x, std::int32_t first, std::int32_t rows, int* flags,
                         cuda_exec exec) {

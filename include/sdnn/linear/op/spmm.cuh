@@ -1,48 +1,9 @@
 // sdnn/linear/op/spmm.cuh - cuda_exec implementations of ops::spmm and the reusable plans behind
-// them (the dense x sparse product Y * W is linear/op/dense_sparse.cuh).
-//
-// Every plan follows the protocol of core/plan.hpp:
-//   Plan::can_implement(a, b, c)          static; plan_status: ok, or why not (shapes only:
-//                                         b and c may have null data)
-//   Plan p(a, b, c, exec, opt = {})       checks (throws the same reason) and plans for the
-//                                         sparse A (a view the caller keeps alive; the plan
-//                                         copies what it re-sorts) and the shape of B and C
-//   p.workspace_bytes()                   scratch of run() that is not plan data
-//   p.run(exec, b, c, epi, ws = {})       const; C = epi(A * B) enqueued on exec.stream
-// run() never allocates, frees or synchronises, except where noted below. What each policy
-// prepares, and its workspace:
-//   csr_spmm_plan<Policy, T, Index>:
-//     csr_row_split<U, W>                    nothing to prepare; no workspace
-//     csr_staged_b<R, KC>                    nothing to prepare; no workspace
-//     csr_nnz_balanced<U, W>                 nnz-share cut (thrust::lower_bound), device;
-//                                            workspace: the float carry (2 rows of N per
-//                                            share), caller-suppliable
-//     csr_panels<RW, KC, U>                  A re-sorted into panels (cub radix sort), device;
-//                                            no workspace
-//     skip_empty_rows_mask<csr_row_split>    the CSR row_ptr is the mask: same kernel
-//     skip_empty_rows_compact<csr_row_split> live/empty partition of A (ops::row_skip_plan,
-//                                            plan data: A is static); its CUB scratch is
-//                                            only used at plan time; no workspace
-//     cusparse_spmm<Alg>                     descriptors + external buffer (vendor plan). The
-//                                            buffer is cuSPARSE's, owned by the vendor plan
-//                                            and not caller-suppliable (workspace_bytes() is 0):
-//                                            runs on different streams share it
-//     automatic                              copies A's structure to the host
-//                                            (SYNCHRONISES exec.stream at plan time),
-//                                            computes matrix_stats, picks with
-//                                            policy::choose_spmm and the tuning
-//                                            table of the current device, builds that plan;
-//                                            its workspace is the chosen plan's
-//   coo_spmm_plan:   coo_nnz_split<E, U> (workspace: the float carry, 2 rows of N per chunk,
-//                    caller-suppliable), cusparse_spmm<Alg> (as for CSR)
-//   ell_spmm_plan:   ell_row_split<U, W> (no workspace)
-//   tiled_spmm_plan: tiled_dense_spmm (no workspace), cusparse_spmm<blocked_ell_alg1>
-//                    (Blocked-ELL copy of A built on the device; SYNCHRONISES exec.stream once
-//                    at plan time; cuSPARSE's buffer as for CSR)
-// Streams (core/plan.hpp): every plan remembers the streams it ran on, so destroying it right
-// after a run on another stream is safe. Runs on different streams that share the plan's own
-// workspace (the nnz-split carry) race: give each stream its own workspace.
-// (dense x sparse: linear/op/dense_sparse.cuh)
+// them: csr_spmm_plan, coo_spmm_plan, ell_spmm_plan and tiled_spmm_plan, one specialisation per
+// policy, each following the protocol of core/plan.hpp. run() is const, enqueues on
+// exec.stream and never allocates, frees or synchronises; plan-time synchronisation is noted
+// at each plan. What each policy prepares, its workspace and the stream rules:
+// docs/linear.md#plans. (The dense x sparse product Y * W is linear/op/dense_sparse.cuh.)
 #pragma once
 
 #include <cstdint>
@@ -99,6 +60,7 @@ class csr_spmm_plan {
   static_assert(::sdnn::detail::dependent_false<Policy, T>, "csr_spmm_plan: no CSR implementation for this policy");
 };
 
+// Row split: nothing to prepare; no workspace.
 template <int U, int W, bool X, class T, class Index>
 class csr_spmm_plan<policy::csr_row_split<U, W, X>, T, Index> {
  public:
@@ -122,6 +84,7 @@ class csr_spmm_plan<policy::csr_row_split<U, W, X>, T, Index> {
   sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
 };
 
+// Staged B: nothing to prepare; no workspace.
 template <int R, int KC, class T, class Index>
 class csr_spmm_plan<policy::csr_staged_b<R, KC>, T, Index> {
  public:
@@ -150,7 +113,7 @@ class csr_spmm_plan<policy::csr_staged_b<R, KC>, T, Index> {
 };
 
 // Panel order: A is re-sorted once here (device, stream-ordered, no host sync); run() is
-// one kernel with the epilogue fused.
+// one kernel with the epilogue fused. No workspace.
 template <int RW, int KC, int U, class T, class Index>
 class csr_spmm_plan<policy::csr_panels<RW, KC, U>, T, Index> {
  public:
@@ -193,6 +156,9 @@ class csr_spmm_plan<policy::skip_empty_rows_mask<Inner>, T, Index> : public csr_
   using csr_spmm_plan<Inner, T, Index>::csr_spmm_plan;
 };
 
+// nnz-balanced: the cut into nnz shares is made on the device (thrust::lower_bound); the
+// workspace is the float carry, caller-suppliable. Runs on different streams that share the
+// plan's own workspace race: give each stream its own.
 template <int U, int W, class T, class Index>
 class csr_spmm_plan<policy::csr_nnz_balanced<U, W>, T, Index> {
  public:
@@ -235,6 +201,9 @@ class csr_spmm_plan<policy::csr_nnz_balanced<U, W>, T, Index> {
   sdnn::detail::run_streams runs_;           // last (core/plan.cuh)
 };
 
+// The CSR list form: the live/empty partition of A (ops::row_skip_plan) is plan data, as A is
+// static; run() is the row-split kernel over the live rows, then the epi(0) fill of the empty
+// ones. No workspace.
 template <int U, int W, bool X, class T, class Index>
 class csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<U, W, X>>, T, Index> {
  public:
@@ -267,7 +236,8 @@ class csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<U, W, 
 };
 
 // cuSPARSE baseline. The vendor plan (held mutable: it is not an ops plan and its run() is
-// not const) owns cuSPARSE's external buffer; runs on different streams share it.
+// not const) owns cuSPARSE's external buffer, which is not caller-suppliable
+// (workspace_bytes() is 0); runs on different streams share it.
 template <policy::cusparse_alg Alg, class T, class Index>
 class csr_spmm_plan<policy::cusparse_spmm<Alg>, T, Index> {
  public:
@@ -468,6 +438,7 @@ template <class Policy, class T, class Index>
 class ell_spmm_plan {
   static_assert(::sdnn::detail::dependent_false<Policy, T>, "ell_spmm_plan: no ELL implementation for this policy");
 };
+// ELL row split: nothing to prepare; no workspace.
 template <int U, int W, class T, class Index>
 class ell_spmm_plan<policy::ell_row_split<U, W>, T, Index> {
  public:
@@ -495,6 +466,7 @@ class tiled_spmm_plan {
   static_assert(::sdnn::detail::dependent_false<Policy, T>,
                 "tiled_spmm_plan: no tiled-dense implementation for this policy");
 };
+// Tiled dense: nothing to prepare; no workspace.
 template <class T>
 class tiled_spmm_plan<policy::tiled_dense_spmm, T> {
  public:
@@ -529,7 +501,8 @@ class tiled_spmm_plan<policy::tiled_dense_spmm, T> {
 // cuSPARSE Blocked-ELL baseline (linear/vendor/cusparse_blocked_ell.cuh): square tiles, M and K
 // multiples of the tile size; the epilogue runs as a separate pass. default_alg is
 // cuSPARSE's default for Blocked-ELL, which is BLOCKED_ELL_ALG1. The vendor plan (held
-// mutable) owns the Blocked-ELL copy of A and cuSPARSE's buffer.
+// mutable) owns the Blocked-ELL copy of A, built on the device (SYNCHRONISES exec.stream once
+// at plan time), and cuSPARSE's buffer (as for CSR).
 template <policy::cusparse_alg Alg, class T>
 class tiled_spmm_plan<policy::cusparse_spmm<Alg>, T> {
   static_assert(Alg == policy::cusparse_alg::blocked_ell_alg1 || Alg == policy::cusparse_alg::default_alg,

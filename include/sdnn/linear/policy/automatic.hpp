@@ -1,22 +1,9 @@
 // sdnn/linear/policy/automatic.hpp - plan-time choice among the compiled product policies
 // from matrix statistics (formats/stats.hpp). Pure host functions, so the rules are
-// unit-tested without a GPU; ops with policy::automatic call them once per plan and keep
-// the choice. A user can always force a policy instead.
-//
-// The thresholds come from a tuning table per compute capability (linear/policy/tuning.hpp;
-// tuning_for(arch)); the ops pass the table of the GPU the plan runs on. What they weigh
-// (measurements: benchmarks/results/kernels_*; benchmarks/bench_spmm.cu, bench_row_skip.cu):
-//  - empty rows: the compacted-row path pays a cub::DevicePartition pass plus one
-//    epilogue fill of the empty rows; for the dense GEMM it wins as soon as a sizeable
-//    fraction of rows is empty (work scales with the live rows); for CSR the row-split
-//    kernel already costs an empty row only one store, so compaction is taken only when
-//    most rows are empty.
-//  - skew: rows longer than a few times the mean make one warp per row unbalanced; the
-//    nnz-balanced cut groups short rows instead.
-//  - tiles: the tiled-dense kernel multiplies whole 32 x 32 tiles, so it pays off only
-//    when occupied tiles are mostly full (H200: 2.5x the fastest cuSPARSE algorithm on a
-//    fully dense 1024^2 / 2048^2 A and on 4096^2 with 10 % of the tiles dense; 1.36x at
-//    50 % uniform sparsity, where every tile is half full).
+// unit-tested without a GPU; ops with policy::automatic call them once per plan, with the
+// tuning table of the GPU the plan runs on (linear/policy/tuning.hpp; tuning_for(arch)), and
+// keep the choice. A user can always force a policy instead. What the rules weigh:
+// docs/linear.md#automatic-choice.
 #pragma once
 
 #include <cstdint>
@@ -56,17 +43,20 @@ inline char const* choice_name(gemm_choice c) {
 
 // The thresholds choose_spmm / choose_gemm apply; the values of one tuning table
 // (linear/policy/tuning.hpp, where each entry cites the GPU and benchmark that chose it).
-// A default-constructed automatic_thresholds holds the sm_90 table (the numbers sdnn
-// always used); plans take tuning_for(the arch of the GPU they run on) instead.
+// A default-constructed automatic_thresholds holds the sm_90 table; plans take
+// tuning_for(the arch of the GPU they run on) instead.
 struct automatic_thresholds {
-  // CSR: compact the live rows when at least this fraction of rows is empty.
+  // CSR: compact the live rows when at least this fraction of rows is empty (the row-split
+  // kernel already costs an empty row only one store, so only when most rows are empty).
   double csr_empty_row_fraction = tuning_sm90::csr_empty_row_fraction;
   // CSR: nnz-balanced when max row length > skew_max_over_mean * mean and the
   // coefficient of variation of the row lengths exceeds skew_cv.
   double skew_max_over_mean = tuning_sm90::skew_max_over_mean;
   double skew_cv = tuning_sm90::skew_cv;
   // Tiled-dense when the occupied tiles are at least this full (nnz / stored elements)
-  // and tiles were counted at the compiled 32 x 32 shape.
+  // and tiles were counted at the compiled 32 x 32 shape. H200: 2.5x the fastest cuSPARSE
+  // algorithm on a fully dense 1024^2 / 2048^2 A and on 4096^2 with 10 % of the tiles dense;
+  // 1.36x at 50 % uniform sparsity, where every tile is half full.
   double tile_fill = tuning_sm90::tile_fill;
   // CSR: B staged in shared memory by K-chunks when the live rows are at least this dense
   // (nnz / (live rows * cols)); > 1 disables it. On an H200 (bench_spmm, 2026-11-21) the
@@ -90,7 +80,8 @@ struct automatic_thresholds {
   double panels_density = tuning_sm90::panels_density;
   double panels_max_density = tuning_sm90::panels_max_density;
   double rows_in_x_density = tuning_sm90::rows_in_x_density;
-  // GEMM: compact when at least this fraction of A's rows is empty.
+  // GEMM: compact when at least this fraction of A's rows is empty (the work then scales
+  // with the live rows; compaction costs a cub::DeviceSelect partition and one epi(0) fill).
   double gemm_empty_row_fraction = tuning_sm90::gemm_empty_row_fraction;
   // GEMM, compacted: 64 x 64 tiles when the live rows give fewer than this many 128 x 128
   // tiles per SM (linear/op/gemm.cuh, policy::automatic).

@@ -1,7 +1,6 @@
 // sdnn/linear/policy/cusparse_alg.hpp - the cuSPARSE SpMM algorithms sdnn names (no cuSPARSE header
-// needed). It lives in core/ because two layers that may not include each other name it:
-// the policy tag policy::cusparse_spmm<Alg> (linear/policy/spmm.hpp) and the wrapper that maps
-// it to cusparseSpMMAlg_t (linear/vendor/cusparse.cuh). The namespace stays sdnn::policy.
+// needed): the policy tag policy::cusparse_spmm<Alg> (linear/policy/spmm.hpp) names one, and
+// the wrapper in linear/vendor/cusparse.cuh maps it to cusparseSpMMAlg_t.
 #pragma once
 
 namespace sdnn::policy {

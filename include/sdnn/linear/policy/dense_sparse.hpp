@@ -1,31 +1,9 @@
 // sdnn/linear/policy/dense_sparse.hpp - how the dense x sparse product C = epi(A * W) runs: the
-// DNN layer Y_out = epi(Y_in * W) (ops::dense_sparse_plan, layers::sparse_linear,
-// pipeline::challenge_network all take these tags).
-//
-// A (activations) is dense row-major (batch x in_features); W (in x out) is sparse. Every
-// device policy computes the same function; they differ in how the work is laid out:
-//
-//   csc_gather<Rows, Threads>   W is held as its transpose (out x in CSR = W in CSC); each
-//                               thread owns one output column and gathers its nonzeros' inputs
-//                               for `Rows` activation rows at once (register blocking: each
-//                               weight is loaded once per `Rows` rows). When `Rows` activation
-//                               rows fit in shared memory they are staged there first.
-//                               Bias, ReLU and cap are fused into the store.
-//   csc_tiled<Rows, Threads>    csc_gather with W's columns grouped at plan time into
-//                               footprint tiles (see below).
-//   cusparse_spmm<Alg, Buffer>  cusparseSpMM (linear/policy/spmm.hpp) on W^T, the epilogue in a
-//                               second pass; the seed paper's baselines are
-//                               cusparse_reuse_buffer and cusparse_buffer_per_call.
-//   skip_empty_rows<Inner>      (linear/policy/gemm.hpp) keeps a device-side list of live (nonzero)
-//                               rows; Inner runs only on them and flags which outputs stayed
-//                               nonzero; the list is compacted with cub::DeviceSelect without a
-//                               host round trip. skip_empty_rows<cusparse_spmm<>> packs the
-//                               live rows into a contiguous block before each cusparseSpMM
-//                               (the seed paper's cusparse_filter_rows; cuSPARSE takes its
-//                               sizes on the host, so it reads the live count back: it
-//                               synchronises the stream every run).
-//
-// Host execution of every policy is the plain reference (reference::dense_sparse_spmm).
+// DNN layer Y_out = epi(Y_in * W) (ops::dense_sparse_plan, layers::sparse_linear and layer
+// pipelines take these tags). A (activations) is dense row-major (batch x in_features); W
+// (in x out) is sparse. Every device policy computes the same function; they differ in how the
+// work is laid out (docs/linear.md#dense-x-sparse). Host execution of every policy is the plain
+// reference (reference::dense_sparse_spmm).
 #pragma once
 
 #include <string>
@@ -36,13 +14,16 @@
 #include "sdnn/linear/policy/spmm.hpp"
 
 namespace sdnn::format {
-// Weights given as a CSR matrix whose rows are input neurons and columns output neurons
-// (the Graph Challenge file layout).
+// Weights given as a CSR matrix whose rows are input neurons and columns output neurons.
 struct csr {};
 }  // namespace sdnn::format
 
 namespace sdnn::policy {
 
+// W is held as its transpose (out x in CSR = W in CSC); each thread owns one output column
+// and gathers its nonzeros' inputs for `Rows` activation rows at once (register blocking: each
+// weight is loaded once per `Rows` rows). When `Rows` activation rows fit in shared memory
+// they are staged there first. Bias, ReLU and cap are fused into the store.
 template <int Rows = 16, int Threads = 256>
 struct csc_gather {
   static constexpr int rows = Rows, threads = Threads;
@@ -51,9 +32,9 @@ struct csc_gather {
 };
 
 // csc_gather with W's columns grouped at plan time into tiles whose inputs (footprint) are
-// staged in shared memory once per tile: output columns sharing their input list (the
-// RadiX-Net challenge layers: 16 per list) are packed together, so each input is gathered
-// once per tile instead of once per nonzero. Tiles hold at most Threads columns and 1024
+// staged in shared memory once per tile: output columns sharing their input list are packed
+// together, so each input is gathered once per tile instead of once per nonzero (16x fewer
+// gathers where 16 columns share each list). Tiles hold at most Threads columns and 1024
 // footprint inputs. The tiles are built on the host from the host copy of W when the plan
 // is given one (no device round trip), else from one download of the device W^T.
 template <int Rows = 16, int Threads = 256>
@@ -63,7 +44,12 @@ struct csc_tiled {
   static_assert(Rows == 4 || Rows == 8 || Rows == 16 || Rows == 32, "csc_tiled: Rows must be 4, 8, 16 or 32");
 };
 
-// The seed paper's three cuSPARSE baselines, spelled in the one vocabulary.
+// The seed paper's three cuSPARSE baselines, spelled in the one vocabulary: cusparseSpMM
+// (linear/policy/spmm.hpp) on W^T with the epilogue in a second pass, its buffer reused or
+// allocated per call; and skip_empty_rows<cusparse_spmm<>> (linear/policy/gemm.hpp), which
+// keeps a device-side list of live rows and packs them into a contiguous block before each
+// cusparseSpMM. cuSPARSE takes its sizes on the host, so filter_rows reads the live count
+// back: it synchronises the stream every run.
 using cusparse_reuse_buffer = cusparse_spmm<>;
 using cusparse_buffer_per_call = cusparse_spmm<cusparse_alg::default_alg, cusparse_buffer::per_call>;
 using cusparse_filter_rows = skip_empty_rows<cusparse_spmm<>>;
@@ -71,9 +57,9 @@ using cusparse_filter_rows = skip_empty_rows<cusparse_spmm<>>;
 // The default dense x sparse policy. Measured (and only measured) on an H200, Graph Challenge
 // benchmark, 60000 inputs, 120 layers (benchmarks/results/graph_challenge_*.md): footprint
 // tiles with 16 rows per block beat csc_gather16 by 1.4x (N = 1024) to 4x (N = 4096) and
-// csc_tiled32 for N >= 4096 (csc_tiled32 was 1.2x faster at N = 1024 only). The policy is a
+// csc_tiled32 for N >= 4096 (csc_tiled32 is 1.2x faster at N = 1024 only). The policy is a
 // compile-time type; the plan-time choices that depend on the GPU live in the per-arch
-// tuning tables (linear/policy/automatic.hpp).
+// tuning tables (linear/policy/tuning.hpp).
 using sparse_linear_default = skip_empty_rows<csc_tiled<16, 256>>;
 
 // What a dense x sparse policy needs from its caller, for pipelines that share one live-row

@@ -25,16 +25,18 @@ struct tiled_gemm {
   static_assert(TileK >= 4 && TileK % 4 == 0, "tiled_gemm: TileK must be a multiple of 4");
 };
 
-// cuBLAS (linear/vendor/cublas.cuh): SGEMM for float with CUBLAS_PEDANTIC_MATH (TF32 off, the
-// strict float baseline), HGEMM-style cublasGemmEx for __half with float compute.
+// cuBLAS (linear/vendor/cublas.cuh): SGEMM for float with CUBLAS_DEFAULT_MATH (TF32 off
+// unless NVIDIA_TF32_OVERRIDE is set: the strict float baseline), HGEMM-style cublasGemmEx
+// for __half with float compute.
 struct cublas_gemm {};
 
 // Empty-row skipping wrapped around an inner product policy: one wrapper for every product
 // (GEMM, sparse x dense, dense x sparse) whose A operand may have empty rows.
 //  - skip_empty_rows<Inner> (skip_by::compact, the default): the live (nonzero) rows of A
-//    are listed on the device (cub select/partition); Inner runs over the listed rows only.
+//    are listed on the device (cub::DeviceSelect); Inner runs over the listed rows only.
 //    For dense x sparse (ops::dense_sparse_plan, layers::sparse_linear) the list can also be
-//    carried from layer to layer (pipeline::challenge_network).
+//    carried from layer to layer by a pipeline: Inner flags which outputs stayed nonzero and
+//    the list is compacted on the device, without a host round trip.
 //  - skip_empty_rows<Inner, skip_by::mask>: per-row nonzero counts; the inner kernel does not
 //    read A rows whose count is 0 (and skips a whole tile when all its rows are empty).
 // Contract for both: every output row is written; an empty row's output is epi(0, col)

@@ -2,14 +2,9 @@
 // manner of CUB's per-architecture policies (Policy600, Policy800, ...): one plain struct
 // per measured architecture, every entry with the GPU and the benchmark result (under
 // benchmarks/results/) that justified it, and a conservative table for GPUs older than any
-// measured one. linear/policy/automatic.hpp turns a table into automatic_thresholds and
-// tuning_for(arch) picks the table: the newest measured architecture not newer than the
-// GPU (a 10.0 or 12.0 part uses the sm_90 numbers until it is measured), else the
-// conservative default. A number measured on one GPU therefore applies to that GPU and its
-// successors only, never silently to an older GPU.
-//
-// To add an architecture: measure (benchmarks/bench_spmm.cu, bench_row_skip.cu), commit the
-// results, add tuning_smXY with comments citing them, and add it to tuning_for.
+// measured one. A number measured on one GPU applies to that GPU and its successors only,
+// never silently to an older GPU (tuning_table_for); linear/policy/automatic.hpp turns a
+// table into automatic_thresholds.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +19,7 @@ struct tuning_sm90 {
   static constexpr arch measured{9, 0};
   static constexpr char const* gpu = "NVIDIA H200";
   // CSR: compact the live rows when >= 90 % of the rows are empty. The row-split kernel
-  // costs an empty row one epilogue store; compaction pays a cub::DevicePartition pass and
+  // costs an empty row one epilogue store; compaction pays a cub::DeviceSelect partition and
   // a fill. kernels_row_skip_NVIDIA_H200_2026-11-21.jsonl (NOTES_..._2026-11-21.md, "compacted
   // live rows (CSR) at >= 90 % empty rows").
   static constexpr double csr_empty_row_fraction = 0.9;
@@ -93,7 +88,11 @@ inline char const* table_name(tuning_table t) {
   return t == tuning_table::sm90 ? "tuning_sm90" : "tuning_default";
 }
 
-// The newest measured architecture not newer than `a`; tuning_default below all of them.
+// The newest measured architecture not newer than `a` (a 10.0 or 12.0 part uses the sm_90
+// numbers until it is measured); tuning_default below all of them.
+// To add an architecture: measure (benchmarks/bench_spmm.cu, bench_row_skip.cu), commit the
+// results, add tuning_smXY with comments citing them, and add it here and to tuning_for
+// (linear/policy/automatic.hpp).
 constexpr tuning_table tuning_table_for(arch a) {
   return tuning_sm90::measured <= a ? tuning_table::sm90 : tuning_table::conservative_default;
 }

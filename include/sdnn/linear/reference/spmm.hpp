@@ -1,16 +1,10 @@
-// sdnn/linear/reference/spmm.hpp - the host oracle for sparse products (plain loops).
+// sdnn/linear/reference/spmm.hpp - the host oracle for sparse products (plain loops), also the
+// host executor's implementation of every spmm and dense x sparse policy.
 //
 //   spmm:              C[M x N] = epi(A_sparse[M x K] * B[K x N])   (CSR, COO, ELL, tiled)
 //   dense_sparse_spmm: C[M x N] = epi(Y[M x K] * W_csr[K x N])       (one row: dense_sparse_row)
-// spmm: sums are accumulated in double in storage order, converted to the epilogue's Acc
-// type, passed through the epilogue and converted to T.
-// Y * W: the one host Y * W order, shared by dense_sparse_spmm, layers::sparse_linear's host
-// path and reference::challenge_layer (through add_scaled_row): each sum is taken in the
-// epilogue's accumulator type Acc (float for float and __half, double for double), k
-// ascending, zero inputs skipped, one Acc rounding per add -- the order challenge/reference.hpp
-// documents, on which the Graph Challenge's bit-exact comparisons rely.
-// An empty row yields epi(0, col). These are also the host executor's implementation of
-// every spmm policy.
+//
+// An empty row yields epi(0, col). Orders of summation: docs/linear.md#orders-of-summation.
 #pragma once
 
 #include <algorithm>
@@ -42,6 +36,8 @@ void store_row(std::vector<double> const& acc, std::int64_t i, dense_view<T> c, 
 }
 }  // namespace detail
 
+// spmm (every format): sums are accumulated in double in storage order, converted to the
+// epilogue's Acc type, passed through the epilogue and converted to T.
 template <class T, class Index, class Acc>
 void spmm(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi) {
   detail::check_spmm_shapes(a.rows, a.cols, b, c, "spmm(csr)");
@@ -111,7 +107,11 @@ void spmm(tiled_dense_view<T const> a, dense_view<T const> b, dense_view<T> c, b
 
 // The Y * W accumulation step: acc[j] += y * W(k, j) over the stored entries of row k of W,
 // in Acc; touch(j) is called for each column before its add. Callers pass the nonzero inputs
-// y = Y(i, k) of one row in ascending k (see the header comment).
+// y = Y(i, k) of one row in ascending k. This is the one host Y * W order, shared by
+// dense_sparse_spmm, layers::sparse_linear's host path and every other host Y * W built on
+// this step: each sum is taken in the epilogue's accumulator type Acc (float for float and
+// __half, double for double), k ascending, zero inputs skipped, one Acc rounding per add.
+// Bit-exact comparisons of device results with the host rely on it.
 template <class Acc, class T, class Index, class Touch>
 void add_scaled_row(Acc y, csr_view<T, Index> const& w, Index k, Acc* acc, Touch&& touch) {
   for (Index p = w.row_ptr[k]; p < w.row_ptr[k + 1]; ++p) {

@@ -5,8 +5,6 @@
 //   which TF32 is off (strict float; NVIDIA_TF32_OVERRIDE must not be set), or
 //   CUBLAS_PEDANTIC_MATH on request. __half: cublasGemmEx with CUDA_R_16F operands and
 //   CUBLAS_COMPUTE_32F (float accumulation, like sdnn's kernels).
-// cuBLAS has no fused epilogue here: a non-identity epilogue runs as a second
-// elementwise pass (kernels::apply_epilogue), which the benchmarks leave out by using none.
 #pragma once
 
 #include <cublas_v2.h>
@@ -70,7 +68,9 @@ inline cublas_handle& default_cublas_handle() {
   return h;
 }
 
-// C = epi(A * B) through cuBLAS on `stream`.
+// C = epi(A * B) through cuBLAS on `stream`. cuBLAS has no fused epilogue here: a
+// non-identity epilogue runs as a second elementwise pass (kernels::apply_epilogue), which
+// the benchmarks leave out by using none.
 template <class T, class Acc>
 void cublas_gemm(cublasHandle_t h, dense_view<T const> a, dense_view<T const> b, dense_view<T> c,
                  basic_epilogue<Acc> const& epi, cudaStream_t stream) {

@@ -1,23 +1,9 @@
 // sdnn/linear/vendor/cusparse.cuh - the cuSPARSE SpMM baseline: one wrapper (cusparse_spmm_plan)
-// behind the spmm interface, ops::spmm_dense_sparse and the cuSPARSE sparse_linear policies.
-//
-//   sparse x dense  C[M x N] = epi(A_sparse[M x K] * B[K x N]), A in CSR or COO (32- or 64-bit
-//                   indices), B and C row-major (CUSPARSE_ORDER_ROW) as in every sdnn op.
-//   dense x sparse  C[rows x N] = epi(Y[rows x K] * W[K x N]), W given as W^T in CSR; computed
-//                   as C^T = W^T * Y^T with Y^T and C^T column-major (the same memory).
+// behind the spmm interface, ops::spmm_dense_sparse and the cuSPARSE sparse_linear policies,
+// for sparse x dense (A in CSR or COO) and dense x sparse (W given as W^T in CSR) products.
 // T = float (CUDA_R_32F), double (CUDA_R_64F) or __half (CUDA_R_16F data, CUDA_R_32F compute).
-// A plan holds the descriptors and the external buffer for one sparse operand: with
-// cusparse_workspace::reuse the buffer is sized (cusparseSpMM_bufferSize) when the dense
-// shapes are known and reused by every run(), and cusparseSpMM_preprocess runs then for
-// CSR_ALG1/3; with cusparse_workspace::per_call it is sized and allocated on every run.
 // The epilogue (and the live-row flags of the dense x sparse form) is a second pass,
-// kernels::apply_epilogue, as in the seed paper's cuSPARSE code.
-// Not every algorithm supports every layout/type: the plan throws sdnn::cusparse_error with
-// the cuSPARSE status (e.g. CUSPARSE_STATUS_NOT_SUPPORTED) and callers may skip it.
-// `column_major` plans describe B and C as column-major (ld = K resp. M): a different
-// layout of the same product, offered only so benchmarks can time the algorithms that
-// need it; such a plan cannot serve the row-major ops interface (and applies no epilogue).
-// Device CSR transposes are sdnn::transpose (formats/convert.cuh).
+// kernels::apply_epilogue. The plan, its two forms and its buffer: docs/linear.md#vendor-baselines.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -147,11 +133,13 @@ struct dense_times_sparse_t {
 };
 inline constexpr dense_times_sparse_t dense_times_sparse{};
 
-// The one cuSPARSE SpMM wrapper. Two forms of the same product:
+// The one cuSPARSE SpMM wrapper. It holds the descriptors and the external buffer for one
+// sparse operand (cusparse_workspace says how the buffer is kept). Two forms of the same product:
 //
-// sparse x dense   C[M x N] = epi(A[M x K] * B[K x N]), A in CSR or COO; B and C row-major
-//                  with the shapes and leading dimensions given at plan time (the dense
-//                  descriptors are built once and only their pointers change per run).
+// sparse x dense   C[M x N] = epi(A[M x K] * B[K x N]), A in CSR or COO (32- or 64-bit
+//                  indices); B and C row-major with the shapes and leading dimensions
+//                  given at plan time (the dense descriptors are built once and only their
+//                  pointers change per run).
 // dense x sparse   C[rows x N] = epi(Y[rows x K] * W[K x N]), Y and C row-major, W given as
 //                  W^T (N x K CSR = W in CSC). Computed as C^T = W^T * Y^T: a row-major
 //                  rows x K matrix is the column-major K x rows matrix Y^T, so no data moves.
@@ -162,12 +150,18 @@ inline constexpr dense_times_sparse_t dense_times_sparse{};
 // cuSPARSE has no fused epilogue: a non-identity epilogue (or a flags request) runs as a
 // second pass (kernels::apply_epilogue). Calls go through the calling thread's cuSPARSE
 // handle (cusparse_handle(); creating one costs milliseconds, and a network holds many plans).
+// Not every algorithm supports every layout/type: the plan throws sdnn::cusparse_error with
+// the cuSPARSE status (e.g. CUSPARSE_STATUS_NOT_SUPPORTED) and callers may skip it.
 template <class T, class Index>
 class cusparse_spmm_plan {
   using compute_t = accumulator_t<T>;
 
  public:
   // Plans C = A * B for A in CSR; b and c give the shapes and the buffers of the first run.
+  // column_major (this and the COO constructor) describes B and C as column-major (ld = K
+  // resp. M): a different layout of the same product, offered only so benchmarks can time the
+  // algorithms that need it; such a plan cannot serve the row-major ops interface (and
+  // applies no epilogue).
   cusparse_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, policy::cusparse_alg alg,
                      cuda_exec exec, bool column_major = false,
                      cusparse_workspace workspace = cusparse_workspace::reuse)
@@ -187,8 +181,9 @@ class cusparse_spmm_plan {
                                                  index_type<Index>(), CUSPARSE_INDEX_BASE_ZERO, cuda_type<T>()));
     plan_sparse_dense(b, c, exec);
   }
-  // Plans C = Y * W with wt = W^T (N x K CSR, device; must outlive the plan). The dense
-  // descriptors and the workspace are made at the first run (or by prepare()).
+  // Plans C = Y * W with wt = W^T (N x K CSR, device; must outlive the plan; a device CSR is
+  // transposed by sdnn::transpose, formats/convert.cuh). The dense descriptors and the
+  // workspace are made at the first run (or by prepare()).
   cusparse_spmm_plan(dense_times_sparse_t, csr_view<T, Index> wt,
                      cusparse_workspace workspace = cusparse_workspace::reuse,
                      policy::cusparse_alg alg = policy::cusparse_alg::default_alg)

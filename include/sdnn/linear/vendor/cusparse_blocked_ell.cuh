@@ -1,40 +1,12 @@
 // sdnn/linear/vendor/cusparse_blocked_ell.cuh - the cuSPARSE Blocked-ELL SpMM baseline for the
-// tiled-dense format (CUSPARSE_SPMM_BLOCKED_ELL_ALG1).
+// tiled-dense format (CUSPARSE_SPMM_BLOCKED_ELL_ALG1):
 //
 //   C[M x N] = epi(A[M x K] * B[K x N]), A tiled-dense with square bs x bs tiles, B and C
-//   row-major (CUSPARSE_ORDER_ROW). T = float (CUDA_R_32F data and compute) or __half
-//   (CUDA_R_16F data, CUDA_R_32F compute). The cuSPARSE SpMM data-type table lists both
-//   for Blocked-ELL (float from compute capability 8.0, half from 7.0).
-//   Measured (CUDA 13.0, H200, tests/cuda/test_vendor_cusparse.cu): float runs on TF32
-//   tensor cores - A and B are rounded to a 10-bit mantissa - so float Blocked-ELL is NOT a
-//   strict-float baseline (results are exact only where the inputs are exact in TF32, e.g.
-//   small integers); bench_spmm labels its row accordingly.
-//   B and C must be packed (ld == cols): with a padded C, ALG1 wrote into C's padding
-//   columns (same measurement), so the plan refuses padded operands.
+//   row-major (CUSPARSE_ORDER_ROW) and packed.
 //
-// The Blocked-ELL copy of A is built on the device at plan time:
-//   ellBlockSize = bs (the tile size), ellCols = bs * (most occupied tiles in a tile row);
-//   ellColInd [M/bs][ellCols/bs], row-major: slot s of block row i holds the tile column of
-//     the s-th occupied tile of tile row i, and -1 (an empty block) past its last one;
-//   ellValue [M][ellCols], row-major: block row i, slot s is the bs x bs sub-matrix at rows
-//     i*bs.., columns s*bs.. (one tile row of values spans bs rows of ellValue).
-// That layout is the one NVIDIA's samples use (dense2sparse_blockedell: a 4 x 6 matrix with
-// bs 2, ellColInd {1, -1, 0, 2}, ellValue {1 2 0 0 | 3 4 0 0 | 5 6 7 8 | 9 10 11 12}).
-// Empty slots also get zero values: the API documents -1 as "empty block", but
-// CUDALibrarySamples issue #80 reports a -1 block being read as block column 0; with zeros
-// behind it the product is the same either way (for finite B).
-//
-// Constraints (checked at plan time, sdnn::error naming the constraint): square tiles;
-// M and K multiples of the tile size (Blocked-ELL has no partial blocks); tile columns fit
-// 32-bit indices. What cuSPARSE itself rejects (CUSPARSE_STATUS_NOT_SUPPORTED) comes back as
-// sdnn::cusparse_error naming the type, block size and shapes.
-//
-// A plan SYNCHRONISES exec.stream once at plan time: ellCols (the size of the Blocked-ELL
-// arrays) is a reduction over A's tile rows on the device and is needed on the host. run()
-// never synchronises. Nothing to multiply (M, K or N zero, or no occupied tile) skips
-// cuSPARSE and writes C = epi(0). The epilogue runs as a separate pass
-// (kernels::apply_epilogue), as in the other vendor baselines. Calls go through the calling
-// thread's cuSPARSE handle (cusparse_handle()).
+// float runs on TF32 tensor cores, so float Blocked-ELL is not a strict-float baseline, and
+// the plan SYNCHRONISES once at plan time (see the class). The Blocked-ELL layout:
+// docs/linear.md#blocked-ell.
 #pragma once
 
 #include <cub/device/device_reduce.cuh>
@@ -65,13 +37,32 @@ namespace detail {
 
 }  // namespace detail
 
+// T = float (CUDA_R_32F data and compute) or __half (CUDA_R_16F data, CUDA_R_32F compute).
+// The cuSPARSE SpMM data-type table lists both for Blocked-ELL (float from compute capability
+// 8.0, half from 7.0). Measured (CUDA 13.0, H200, tests/cuda/test_vendor_cusparse.cu): float
+// runs on TF32 tensor cores - A and B are rounded to a 10-bit mantissa - so float Blocked-ELL
+// is NOT a strict-float baseline (results are exact only where the inputs are exact in TF32,
+// e.g. small integers); bench_spmm labels its row accordingly.
+// Constraints (checked at plan time, sdnn::error naming the constraint): square tiles; M and K
+// multiples of the tile size (Blocked-ELL has no partial blocks); tile columns fit 32-bit
+// indices; B and C packed (ld == cols: in the same measurement ALG1 writes into the padding
+// columns of a padded C). What cuSPARSE itself rejects (CUSPARSE_STATUS_NOT_SUPPORTED) comes
+// back as sdnn::cusparse_error naming the type, block size and shapes.
+// The plan SYNCHRONISES exec.stream once at plan time (see convert()); run() never
+// synchronises. Nothing to multiply (M, K or N zero, or no occupied tile) skips cuSPARSE and
+// writes C = epi(0). The epilogue runs as a separate pass (kernels::apply_epilogue), as in the
+// other vendor baselines. Calls go through the calling thread's cuSPARSE handle
+// (cusparse_handle()).
 template <class T>
 class cusparse_blocked_ell_plan {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, __half>,
                 "cusparse_blocked_ell_plan: value type must be float or __half");
 
  public:
-  // Block column index of an empty slot (see the header comment).
+  // Block column index of an empty slot. Empty slots also get zero values: the API documents
+  // -1 as "empty block", but github.com/NVIDIA/CUDALibrarySamples/issues/80 reports a -1 block
+  // being read as block column 0; with zeros behind it the product is the same either way
+  // (for finite B).
   static constexpr std::int32_t padding_index = -1;
 
   // Plans C = A * B; b and c give the shapes (and leading dimensions) of every run.
@@ -162,7 +153,15 @@ class cusparse_blocked_ell_plan {
   }
   bool trivial() const noexcept { return m_ == 0 || k_ == 0 || n_ == 0 || ell_cols_ == 0; }
 
-  // Sizes the Blocked-ELL arrays (one host round trip) and fills them on the device.
+  // Sizes the Blocked-ELL arrays (one host round trip: ellCols is a reduction over A's tile
+  // rows on the device and is needed on the host) and fills them on the device:
+  //   ellBlockSize = bs (the tile size), ellCols = bs * (most occupied tiles in a tile row);
+  //   ellColInd [M/bs][ellCols/bs], row-major: slot s of block row i holds the tile column of
+  //     the s-th occupied tile of tile row i, and -1 (an empty block) past its last one;
+  //   ellValue [M][ellCols], row-major: block row i, slot s is the bs x bs sub-matrix at rows
+  //     i*bs.., columns s*bs.. (one tile row of values spans bs rows of ellValue).
+  // That layout is the one NVIDIA's samples use (dense2sparse_blockedell: a 4 x 6 matrix with
+  // bs 2, ellColInd {1, -1, 0, 2}, ellValue {1 2 0 0 | 3 4 0 0 | 5 6 7 8 | 9 10 11 12}).
   void convert(tiled_dense_view<T const> a, cuda_exec exec) {
     auto counts = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
                                                   detail::tiles_in_row{a.tile_row_ptr});
