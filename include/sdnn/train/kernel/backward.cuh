@@ -1,32 +1,10 @@
-// sdnn/train/kernel/backward.cuh - device kernels of the training primitives and their launchers; the
-// public calls (argument checks, the one-layer backward) are in train/op/backward.cuh, the rules and
-// the host oracle in train/reference/backward.hpp.
-//
-//   epilogue_backward   dP = dY * epi'(P) and dbias[j] = sum_r dP[r, j] over the biased entries.
-//                       Threads over columns, each walking the rows r ascending: the host's
-//                       order, so dbias is bitwise the host's. Without dbias the rows are also
-//                       split over blockIdx.y (elementwise only).
-//   bias_backward       dbias[j] = sum_r dP[r, j]: the same walk (r ascending).
-//   backward_input      dX[r, i] = sum over row i of W (p ascending) of W[p] * dP[r, col[p]]: one
-//                       thread per (r, i), threads over i; the host's order.
-//   backward_weight     dW[p] = sum_r X[r, i] * dP[r, col[p]] (SDDMM on W's pattern): one warp per
-//                       row i of W, lanes over its entries, each lane walking r ascending and
-//                       skipping X[r, i] == 0: the host's order.
-//   softmax_xent        one warp per row: max (exact in any order), sum of exp(z - max) in double
-//                       (per-lane strided partials then a fixed shuffle tree: deterministic, NOT
-//                       the host's order, and CUDA's exp/log are not glibc's, so the loss and
-//                       the gradient match the host within a tolerance, not bitwise), the row's
-//                       loss into row_loss[r], the gradient (softmax - onehot) / B; then one
-//                       block sums row_loss (fixed strided partials + fixed tree) into *loss.
-//                       A label outside [0, C) gives a NaN row loss and a NaN gradient row and
-//                       atomicMin's its row into *bad_row (an integer: the lowest bad row,
-//                       whatever the schedule).
-//   sgd                 the host sgd_step per element, in double.
-// Products and sums of the first four and sgd use __fmul_rn / __fadd_rn (__dmul_rn / __dadd_rn
-// for double) so nvcc cannot contract them into FMAs: with a host compiler that does not
-// contract either, the results are bitwise the host reference's. No floating-point atomics:
-// every result is deterministic (run to run, and independent of the launch shape).
-// Nothing here synchronises; every launcher enqueues on exec.stream and skips empty shapes.
+// sdnn/train/kernel/backward.cuh - device kernels of the training primitives and their launchers
+// (epilogue and bias gradients, dX = dP * W^T, the SDDMM dW, softmax cross-entropy, SGD); the
+// public calls (argument checks, the one-layer backward) are in train/op/backward.cuh, the rules
+// and the host oracle in train/reference/backward.hpp. No floating-point atomics: every result is
+// deterministic (run to run, and independent of the launch shape). Nothing here synchronises;
+// every launcher enqueues on exec.stream and skips empty shapes. Orders of summation against the
+// host's: docs/train.md#orders-of-summation.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -48,7 +26,9 @@ namespace train_detail {
 inline constexpr int threads = 256;
 inline constexpr unsigned max_grid = 65535;
 
-// Rounded, never-contracted arithmetic in the accumulator type.
+// Rounded, never-contracted arithmetic in the accumulator type: the gradient kernels and sgd
+// use it so nvcc cannot contract products and sums into FMAs; with a host compiler that does
+// not contract either, the results are bitwise the host reference's.
 __device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
 __device__ inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 __device__ inline float add_rn(float a, float b) { return __fadd_rn(a, b); }
@@ -75,8 +55,8 @@ inline unsigned grid_for(std::int64_t n, int per_block) {
 
 // Columns over threads (x: blockIdx.x * blockDim.x + threadIdx.x, grid-strided); rows split
 // over blockIdx.y in chunks of rows_per_y. dbias (may be nullptr) needs gridDim.y == 1 so one
-// thread owns a column's whole sum. dp may alias dy (each element is read, then written, by
-// one thread).
+// thread owns a column's whole sum, walking the rows r ascending: the host's order, so dbias
+// is bitwise the host's. dp may alias dy (each element is read, then written, by one thread).
 template <class T, class Acc, class Out>
 __global__ void epilogue_backward_kernel(dense_view<T const> p, dense_view<T const> dy, basic_epilogue<Acc> epi,
                                          dense_view<T> dp, Out* dbias, std::int64_t rows_per_y) {
@@ -147,6 +127,7 @@ void bias_backward(dense_view<T const> dp, Out* dbias, cuda_exec exec) {
 // ---- sparse_linear backward --------------------------------------------------------------
 
 // dX[r, i] = sum_{p in row i of W} W[p] * dP[r, col[p]]; x over i, y over r (grid-strided).
+// One thread per (r, i), p ascending: the host's order.
 template <class T, class Index>
 __global__ void backward_input_kernel(dense_view<T const> dp, csr_view<T, Index> w, dense_view<T> dx) {
   using Acc = accumulator_t<T>;
@@ -173,7 +154,9 @@ void sparse_linear_backward_input(dense_view<T const> dp, csr_view<T, Index> w, 
   SDNN_CUDA_CHECK_LAUNCH();
 }
 
-// dW[p] = sum_r X[r, i] * dP[r, col[p]] for every stored p = (i, j); one warp per row i of W.
+// dW[p] = sum_r X[r, i] * dP[r, col[p]] for every stored p = (i, j); one warp per row i of W,
+// lanes over its entries, each lane walking r ascending and skipping X[r, i] == 0: the host's
+// order.
 template <class T, class Index>
 __global__ void backward_weight_kernel(dense_view<T const> x, dense_view<T const> dp, csr_view<T, Index> w, T* dw) {
   using Acc = accumulator_t<T>;
@@ -206,7 +189,12 @@ void sparse_linear_backward_weight(dense_view<T const> x, dense_view<T const> dp
 // ---- softmax cross-entropy ---------------------------------------------------------------
 
 // One warp per row r of logits (B x C): row_loss[r] = logsumexp(z_r) - z_r[label_r] in double,
-// and (when dlogits.data) dlogits(r, j) = (softmax(z_r)_j - [j == label_r]) / B.
+// and (when dlogits.data) dlogits(r, j) = (softmax(z_r)_j - [j == label_r]) / B. The max is
+// exact in any order; the sum of exp(z - max) is per-lane strided partials then a fixed
+// shuffle tree: deterministic, NOT the host's order, and CUDA's exp/log are not glibc's, so
+// the loss and the gradient match the host within a tolerance, not bitwise. A label outside
+// [0, C) gives a NaN row loss and a NaN gradient row and atomicMin's its row into *bad_row (an
+// integer: the lowest bad row, whatever the schedule).
 template <class T, class Label>
 __global__ void softmax_xent_rows_kernel(dense_view<T const> logits, Label const* labels, double* row_loss,
                                          dense_view<T> dlogits, unsigned long long* bad_row) {

@@ -1,41 +1,9 @@
-// sdnn/train/kernel/prune_uniform.cuh - the kernels of prune_uniform on a device weight tensor and their
-// launch sequence (steps 1-6 below); the public calls (prune_uniform, prune_uniform_async,
-// to_host) and the one read-back are in train/op/prune_uniform.cuh.
-//
-// Same rules as the host prune_uniform (train/op/prune_uniform.hpp; the rules are stated in
-// conv/pruned_weights.hpp: global threshold or per channel, uniform_nnz, ties broken
-// by the lower flat index, zero weights never kept, padding next to kept entries in
-// pad_channel's nearest-first order) and an IDENTICAL result: the same
-// indices, values and report numbers (tests/cuda/test_conv.cu compares them; the host
-// port of this algorithm is compared with the host rule in tests/host/test_conv.cpp).
-// The result holds the arrays the offset weight build reads (to_host(...) gives the host
-// pruning_result that make_conv_weights takes) plus the stored values, all on the device.
-//
-// Steps, all enqueued on exec.stream (CUB for sort, reductions and compaction):
-//   1. key[g] = (segment << 32) | magnitude_key(w[g]) with value g, for every flat index g
-//      (segment = channel for the per-channel rule, 0 for the global rule);
-//   2. cub::DeviceRadixSort::SortPairs. It is stable, so equal |w| keep ascending g: the
-//      host's tie-break. Rank of sorted position p: p (global) or p mod F (per channel);
-//   3. kept[g] = rank < target && w[g] != 0 (zeros carry the largest key, so they sort
-//      last and rank < target keeps min(target, nonzeros)); pruned[g] = kept ? w[g] : 0;
-//   4. kept per channel: cub::DeviceSegmentedReduce::Sum over kept;
-//   5. padding, one block per channel (prune_pad_kernel): the previous and next kept index
-//      of every position (cub::BlockScan, max left to right, min right to left), its
-//      pad_order_key (conv/pruned_weights.hpp: pad_channel's order as a key, with the
-//      argument why), and the `need` smallest keys by a binary search for the threshold key (block counts
-//      with cub::BlockReduce, ~2 log2(F) passes over the channel);
-//   6. index: cub::DeviceSelect::Flagged over the stored flags yields the stored g in
-//      ascending order, i.e. channel by channel and sorted within a channel; then
-//      index[e] = g mod F and values[e] = pruned[g].
-// Synchronisation: prune_uniform synchronises exec.stream ONCE, to read the kept counts
-// back (the report; for the global rule the densest channel also sizes the index array).
-// Steps 5-6 are still in flight on exec.stream when it returns (stream order makes the
-// arrays ready for later work on that stream). prune_uniform_async synchronises nothing:
-// it needs the stored count up front (prune_rule::per_channel, or the global rule with
-// uniform_nnz), and its get() synchronises once to read the report (dropping it without
-// get() synchronises too: the counts are still being copied into its pinned buffer).
-// Limits: K*F < 2^31 (flat indices are int32); w must not contain NaN (reported as an
-// error by the call that reads the report). Temporary device memory: 26 bytes per weight.
+// sdnn/train/kernel/prune_uniform.cuh - the kernels of prune_uniform on a device weight tensor and
+// their launch sequence (steps 1-6, all enqueued on exec.stream, CUB for the sort, the reductions
+// and the compaction); the public calls (prune_uniform, prune_uniform_async, to_host) and the
+// one read-back are in train/op/prune_uniform.cuh. Same rules as the host prune_uniform and an
+// IDENTICAL result. The steps, the synchronisation and the limits (K*F < 2^31, no NaN, 26 bytes
+// of temporary device memory per weight): docs/train.md#uniform-pruning.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -61,7 +29,9 @@
 
 namespace sdnn::conv {
 
-// The device result: the report numbers on the host, the arrays on the device.
+// The device result: the report numbers on the host, the arrays on the device (the arrays the
+// offset weight build reads, plus the stored values; to_host(...) gives the host pruning_result
+// that make_conv_weights takes).
 struct device_pruning_result : pruning_report {
   device_buffer<float> pruned;        // [K * F]: original value on kept entries, 0 elsewhere
   device_buffer<std::int32_t> index;  // [K * nnz_per_channel] flat filter index, sorted per channel
@@ -99,7 +69,10 @@ struct prune_widen_op {
   SDNN_HOST_DEVICE std::int64_t operator()(std::uint8_t x) const { return x; }
 };
 
-// Step 1: sort keys and values; counts the NaN weights into *nan_count.
+// Step 1: the sort's keys and values, key[g] = (segment << 32) | magnitude_key(w[g]) with value
+// g (segment = channel for the per-channel rule, 0 for the global rule); counts the NaN weights
+// into *nan_count. Step 2 is cub::DeviceRadixSort::SortPairs, stable, so equal |w| keep
+// ascending g: the host's tie-break.
 template <int = 0>  // a template: a plain __global__ function in a header breaks linking two .cu files
 __global__ void prune_keys_kernel(float const* __restrict__ w, std::int64_t KF, std::int64_t F, int per_channel,
                                   unsigned long long* __restrict__ key, std::int32_t* __restrict__ val,
@@ -113,7 +86,10 @@ __global__ void prune_keys_kernel(float const* __restrict__ w, std::int64_t KF, 
   }
 }
 
-// Step 3: the magnitude selection from the sorted order.
+// Step 3: the magnitude selection from the sorted order. The rank of sorted position p is p
+// (global) or p mod F (per channel); kept[g] = rank < target && w[g] != 0 (zeros carry the
+// largest key, so they sort last and rank < target keeps min(target, nonzeros)).
+// Step 4 (kept per channel) is cub::DeviceSegmentedReduce::Sum over kept.
 template <int = 0>  // a template: a plain __global__ function in a header breaks linking two .cu files
 __global__ void prune_select_kernel(float const* __restrict__ w, unsigned long long const* __restrict__ key_sorted,
                                     std::int32_t const* __restrict__ g_sorted, std::int64_t KF, std::int64_t F,
@@ -129,9 +105,12 @@ __global__ void prune_select_kernel(float const* __restrict__ w, unsigned long l
 }
 
 // Step 5: one block per channel. Writes stored[k*F + j] = 1 for the kept entries and the
-// `need` = nnz - kept_k padding entries pad_channel would add; a channel with need < 0
-// (uniform_nnz below its kept count: reported as an error by the caller) stores nothing,
-// so the compaction never writes more than K*nnz entries. key is [K*F] workspace.
+// `need` = nnz - kept_k padding entries pad_channel would add: the previous and next kept index
+// of every position (cub::BlockScan, max left to right, min right to left), its pad_order_key
+// (conv/pruned_weights.hpp), and the `need` smallest keys by a binary search for the threshold
+// key (block counts with cub::BlockReduce, ~2 log2(F) passes over the channel). A channel
+// with need < 0 (uniform_nnz below its kept count: reported as an error by the caller) stores
+// nothing, so the compaction never writes more than K*nnz entries. key is [K*F] workspace.
 template <int B>
 __global__ void __launch_bounds__(B) prune_pad_kernel(std::uint8_t const* __restrict__ kept,
                                                       std::int64_t const* __restrict__ kept_count, std::int64_t nnz,
@@ -191,9 +170,10 @@ __global__ void __launch_bounds__(B) prune_pad_kernel(std::uint8_t const* __rest
   for (std::int64_t j = threadIdx.x; j < F; j += B) st[j] = (kf[j] || (kk[j] >= 0 && kk[j] <= hi)) ? 1 : 0;
 }
 
-// Step 6: index[e] holds the stored flat index g (from the compaction); make it g mod F
-// and gather the value. Entries past *num_selected (only when a channel stored nothing,
-// i.e. the error case above) are zeroed.
+// Step 6: index[e] holds the stored flat index g (from the compaction, cub::DeviceSelect::Flagged
+// over the stored flags: ascending g, i.e. channel by channel and sorted within a channel); make
+// it g mod F and gather the value. Entries past *num_selected (only when a channel stored
+// nothing, i.e. the error case above) are zeroed.
 template <int = 0>  // a template: a plain __global__ function in a header breaks linking two .cu files
 __global__ void prune_index_kernel(std::int32_t* __restrict__ index, float* __restrict__ values,
                                    float const* __restrict__ pruned, std::int64_t n, std::int64_t F,

@@ -1,26 +1,10 @@
-// sdnn/train/op/backward.cuh - the training primitives on the device: cuda_exec overloads of the host
-// calls of train/op/backward.hpp and train/reference/backward.hpp (same names, arguments and rules; every
-// pointer and view here is device memory, the epilogue's bias included). Kernels and their
-// orders of summation: train/kernel/backward.cuh.
-//
-//   ops::sparse_linear_backward(cuda_exec, x, p, dy, w, epi, grads)   one layer's backward
-//   ops::epilogue_backward(cuda_exec, p, dy, epi, dp, dbias = nullptr)
-//   ops::sparse_linear_backward_input(cuda_exec, dp, w, dx)          dX = dP * W^T
-//   ops::sparse_linear_backward_weight(cuda_exec, x, dp, w, dw)      SDDMM on W's pattern
-//   ops::bias_backward(cuda_exec, dp, dbias)
-//   ops::softmax_cross_entropy(cuda_exec, logits, labels, dlogits = {}) -> double   SYNCHRONISES
-//   ops::softmax_cross_entropy_async(cuda_exec, logits, labels, loss, dlogits = {})
-//   ops::sgd_step(cuda_exec, w, g, velocity, n, opt) / (cuda_exec, device csr W, dw, velocity, opt)
-//
-// Results: epilogue/bias/input/weight gradients and the SGD step are bitwise the host
-// reference's (same order of operations, no FMA contraction on the device; a host compiler
-// that contracts a*b+c into an FMA, e.g. g++ -ffp-contract=fast on a target with FMA, makes
-// the host differ in the last bits). The softmax loss and gradient are within rounding of the
-// host's (device exp/log and a different summation order, both deterministic).
-// Only softmax_cross_entropy (the one returning the loss) synchronises; everything else is
-// enqueued on exec.stream. Shapes are checked on the host, as by the host calls; not checked:
-// W's row_ptr/col_idx (device data) and, in the async loss, the labels (a label outside
-// [0, C) gives a NaN loss and a NaN gradient row; the synchronising call throws as the host).
+// sdnn/train/op/backward.cuh - the training primitives on the device: cuda_exec overloads of the
+// host calls of train/op/backward.hpp and train/reference/backward.hpp (same names, arguments and
+// rules; every pointer and view here is device memory, the epilogue's bias included). Only
+// softmax_cross_entropy (the one returning the loss) synchronises; everything else is enqueued
+// on exec.stream. Gradients and the SGD step are bitwise the host reference's, the loss within
+// rounding: docs/train.md#orders-of-summation. Shapes are checked on the host, as by the host
+// calls; not checked: W's row_ptr/col_idx (device data) and, in the async loss, the labels.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -103,8 +87,10 @@ void sparse_linear_backward(cuda_exec exec, dense_view<T const> x, dense_view<T 
 
 // Mean softmax cross-entropy of logits (B x C) with labels[r] in [0, C), enqueued: *loss (a
 // device double) receives the mean, dlogits (may be {} or alias logits) the gradient
-// (softmax - onehot) / B. A label outside [0, C) gives NaN (loss and that gradient row).
-// Allocates B doubles of stream-ordered scratch. Never synchronises.
+// (softmax - onehot) / B. Within rounding of the host's (device exp/log and a different
+// summation order, both deterministic). A label outside [0, C) gives NaN (loss and that
+// gradient row); labels are not checked here. Allocates B doubles of stream-ordered scratch.
+// Never synchronises.
 template <class T, class Label>
 void softmax_cross_entropy_async(cuda_exec exec, dense_view<T const> logits, Label const* labels, double* loss,
                                  dense_view<T> dlogits = {}, unsigned long long* bad_row = nullptr) {
@@ -146,8 +132,10 @@ double softmax_cross_entropy(cuda_exec exec, dense_view<T const> logits, Label c
   return h_loss;
 }
 
-// One SGD step on n device values (reference::sgd_step's rule, bitwise): velocity may be
-// nullptr when momentum == 0 and not nesterov. The CSR pattern is untouched by construction.
+// One SGD step on n device values (reference::sgd_step's rule, bitwise: no FMA contraction on
+// the device; a host compiler that contracts a*b+c into an FMA, e.g. g++ -ffp-contract=fast on
+// a target with FMA, makes the host differ in the last bits): velocity may be nullptr when
+// momentum == 0 and not nesterov. The CSR pattern is untouched by construction.
 template <class T>
 void sgd_step(cuda_exec exec, T* w, T const* g, T* velocity, std::size_t n, reference::sgd_options const& o) {
   SDNN_EXPECTS(velocity != nullptr || n == 0 || (o.momentum == 0.0 && !o.nesterov),

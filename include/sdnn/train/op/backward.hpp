@@ -1,18 +1,8 @@
-// sdnn/train/op/backward.hpp - training entry points on the host executor (train/reference/backward.hpp holds
-// the primitives and their rules) and magnitude pruning of a CSR weight matrix for iterative
-// prune + fine-tune:
-//
-//   ops::sparse_linear_backward(host_exec, x, p, dy, w, epi, grads)   one layer's backward:
-//        dP = dY * epi'(P); dW on W's pattern; dbias; dX = dP * W^T (when grads.dx is set)
-//   ops::prune_csr_magnitude(w, sparsity, rule)   keeps the largest |w| of the STORED entries:
-//        csr_prune::layer:        round((1 - s) * rows * cols) entries in the whole matrix
-//                                 (one threshold per layer, rows differ);
-//        csr_prune::uniform_rows: round((1 - s) * cols) entries in every row (equal nnz per row,
-//                                 what row-split kernels like);
-//        ties broken by the lower storage position; a row with fewer stored entries keeps them all.
-//        Sparsity counts against the dense rows x cols, so pruning a 90 % matrix to 95 % keeps
-//        half of it. The result keeps the kept entries' values and says where each came from
-//        (kept[p_new] = p_old) so optimizer state (momentum) can follow.
+// sdnn/train/op/backward.hpp - training entry points on the host executor
+// (train/reference/backward.hpp holds the primitives and their rules): one sparse_linear layer's
+// backward pass, and magnitude pruning of a CSR weight matrix for iterative prune + fine-tune
+// (ops::prune_csr_magnitude, which keeps the largest |w| of the STORED entries and says where
+// each kept entry came from, so optimizer state can follow). docs/train.md#csr-magnitude-pruning.
 #pragma once
 
 #include <algorithm>
@@ -38,7 +28,8 @@ struct sparse_linear_grads {
   dense_view<T> dx{};      // B x in, or {} to skip (the first layer needs no input gradient)
 };
 
-// One sparse_linear layer's backward pass (Y = epi(X * W), P = X * W the stored pre-activation).
+// One sparse_linear layer's backward pass (Y = epi(X * W), P = X * W the stored pre-activation):
+// dP = dY * epi'(P); dW on W's pattern; dbias; dX = dP * W^T (when grads.dx is set).
 template <class T, class Index>
 void sparse_linear_backward(host_exec, dense_view<T const> x, dense_view<T const> p, dense_view<T const> dy,
                             csr_view<T, Index> w, basic_epilogue<accumulator_t<T>> const& epi,
@@ -55,6 +46,10 @@ void sparse_linear_backward(host_exec, dense_view<T const> x, dense_view<T const
   if (g.dx.data) reference::sparse_linear_backward_input(dp, w, g.dx);
 }
 
+// layer:        round((1 - s) * rows * cols) entries in the whole matrix (one threshold per
+//               layer, rows differ);
+// uniform_rows: round((1 - s) * cols) entries in every row (equal nnz per row, what row-split
+//               kernels like).
 enum class csr_prune { layer, uniform_rows };
 
 template <class T, class Index>
@@ -63,6 +58,11 @@ struct csr_prune_result {
   std::vector<Index> kept;  // [w.nnz()]: the position in the input of each kept entry
 };
 
+// Keeps the largest |w| of the STORED entries by `rule`; ties broken by the lower storage
+// position; a row with fewer stored entries keeps them all. Sparsity counts against the dense
+// rows x cols, so pruning a 90 % matrix to 95 % keeps half of it. The result keeps the kept
+// entries' values and says where each came from (kept[p_new] = p_old) so optimizer state
+// (momentum) can follow (gather_kept).
 template <class T, class Index>
 csr_prune_result<T, Index> prune_csr_magnitude(csr_matrix<T, Index> const& w, double sparsity,
                                                csr_prune rule = csr_prune::layer) {

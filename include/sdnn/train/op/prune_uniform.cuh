@@ -1,7 +1,8 @@
 // sdnn/train/op/prune_uniform.cuh - prune_uniform on a device weight tensor: the public calls around the
-// launch sequence of train/kernel/prune_uniform.cuh (its file comment states the algorithm, the
-// synchronisation and the limits). Same rules and result as the host prune_uniform
-// (train/op/prune_uniform.hpp).
+// launch sequence of train/kernel/prune_uniform.cuh. Same rules and result as the host
+// prune_uniform (train/op/prune_uniform.hpp). prune_uniform synchronises once (the report);
+// prune_uniform_async not at all. The algorithm, the synchronisation and the limits:
+// docs/train.md#uniform-pruning.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,8 +33,10 @@ inline void report_from_counts(pruning_report& r, std::int64_t const* counts, pr
 
 // Prunes the device tensor w [K x F] (row-major, F = C*R*S) to `sparsity` with the host
 // prune_uniform's rules and result (see train/op/prune_uniform.hpp). SYNCHRONISES exec.stream once (the
-// kept counts come back for the report); the index / values arrays are completed by work
-// still enqueued on exec.stream when this returns. w must stay valid until then.
+// kept counts come back for the report; for the global rule the densest channel also sizes the
+// index array); the index / values arrays are completed by work still enqueued on exec.stream
+// when this returns (stream order makes them ready for later work on that stream). w must stay
+// valid until then. K*F < 2^31; a NaN in w is reported as an error.
 inline device_pruning_result prune_uniform(float const* w, std::int64_t K, std::int64_t F, double sparsity,
                                            prune_rule rule, std::int64_t uniform_nnz, cuda_exec exec) {
   detail::check_prune_args(K, F, sparsity, rule, uniform_nnz);

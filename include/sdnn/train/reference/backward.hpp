@@ -1,28 +1,9 @@
 // sdnn/train/reference/backward.hpp - host reference of the training primitives of a sparse MLP: the
-// backward pass of sparse_linear (Y = epi(X * W), X dense B x in, W CSR in x out), of its
-// epilogue (bias, ReLU, cap, the Graph Challenge rule), a softmax cross-entropy loss, and an
-// SGD/momentum step that keeps W's sparsity pattern. The oracle for future device kernels.
-//
-// Forward (linear/reference/spmm.hpp, dense_sparse_spmm):  P = X * W,  Y = epi(P)
-// Backward, given dY = dL/dY (all B x out unless said otherwise):
-//   epilogue_backward:     dP = dY * epi'(P), and dbias[j] = sum_r dP[r, j] over the entries
-//                          where bias is applied (all of them, or P != 0 under the Graph
-//                          Challenge rule), dbias_scalar = the sum of those over j too.
-//   backward_input:        dX[r, i] = sum_{stored (i, j)} W(i, j) * dP[r, j]    (dX = dP * W^T)
-//   backward_weight:       dW[p]    = sum_r X[r, i] * dP[r, j] for each stored p = (i, j) only
-//                          (an SDDMM: the dense X^T * dP sampled on W's pattern)
-// Subgradients (epi'(P) at the kinks), with a = P + bias where bias is applied, else a = P:
-//   ReLU passes the gradient where a > 0 (0 at a == 0); the cap passes it where a < cap (0 at
-//   a == cap); so the gradient flows exactly where the output is strictly between the clamps.
-//   Graph Challenge rule (bias only where P != 0): y jumps at P == 0 when bias != 0; we take
-//   the one-sided derivative of the branch actually evaluated: at P == 0 no bias is added, so
-//   a = 0 and ReLU blocks it (dP = 0 there, no bias gradient), everywhere else it is the
-//   ordinary bias + ReLU + cap. (A finite difference across the jump is meaningless.)
-// Orders of accumulation (so device kernels can be compared within a stated tolerance):
-//   backward_input: per (r, i), p ascending over row i of W, in Acc;
-//   backward_weight: per stored p, r ascending, zero X[r, i] skipped, in Acc;
-//   bias: r ascending in Acc; loss in double.
-// Acc is accumulator_t<T> (float for float, double for double): tests use double.
+// backward pass of sparse_linear (Y = epi(X * W), X dense B x in, W CSR in x out) and of its
+// epilogue (bias, ReLU, cap, bias only on nonzero products), a softmax cross-entropy loss, and
+// an SGD/momentum step that keeps W's sparsity pattern. The oracle of the device kernels
+// (train/kernel/backward.cuh): the gradients, the subgradients at the kinks and the orders of
+// summation are in docs/train.md#backward-pass.
 #pragma once
 
 #include <algorithm>
@@ -56,9 +37,15 @@ void apply_epilogue(dense_view<T const> p, basic_epilogue<Acc> const& epi, dense
     for (std::int64_t j = 0; j < p.cols; ++j) y(r, j) = value_cast<T>(epi(value_cast<Acc>(p(r, j)), j));
 }
 
-// dP = dY * epi'(P) (see the header for the subgradient). dbias: [cols] or nullptr (then not
-// computed); dbias_scalar: nullptr or a scalar receiving the gradient of epi.bias_scalar.
-// dP may alias dY.
+// dP = dY * epi'(P). dbias: [cols] or nullptr (then not computed); dbias_scalar: nullptr or a
+// scalar receiving the gradient of epi.bias_scalar; both sum over the entries where the bias is
+// applied (all of them, or P != 0 when !epi.bias_on_zero), r ascending, in Acc. dP may alias dY.
+// Subgradients, with a = P + bias where the bias is applied, else a = P: ReLU passes the
+// gradient where a > 0 (0 at a == 0); the cap passes it where a < cap (0 at a == cap); so the
+// gradient flows exactly where the output is strictly between the clamps. With the bias only
+// on nonzero products, y jumps at P == 0 when bias != 0; this takes the one-sided derivative
+// of the branch actually evaluated: at P == 0 no bias is added, so a = 0 and ReLU blocks it (dP
+// = 0 there, no bias gradient); everywhere else it is the ordinary bias + ReLU + cap.
 template <class T, class Acc>
 void epilogue_backward(dense_view<T const> p, dense_view<T const> dy, basic_epilogue<Acc> const& epi,
                        dense_view<T> dp, typename detail::non_deduced<Acc>::type* dbias = nullptr,
@@ -88,7 +75,8 @@ void epilogue_backward(dense_view<T const> p, dense_view<T const> dy, basic_epil
   }
 }
 
-// dX[B x in] = dP[B x out] * W^T.
+// dX[B x in] = dP[B x out] * W^T: dX[r, i] = sum over the stored (i, j) of W(i, j) * dP[r, j],
+// per (r, i) p ascending over row i of W, in Acc = accumulator_t<T>.
 template <class T, class Index>
 void sparse_linear_backward_input(dense_view<T const> dp, csr_view<T, Index> w, dense_view<T> dx) {
   using Acc = accumulator_t<T>;
@@ -108,7 +96,9 @@ void sparse_linear_backward_input(dense_view<T const> dp, csr_view<T, Index> w, 
   }
 }
 
-// dW on W's pattern: dw_values[q] for every stored q = (i, j) of W (w.nnz entries).
+// dW on W's pattern: dw_values[q] = sum_r X[r, i] * dP[r, j] for every stored q = (i, j) of W
+// (w.nnz entries; an SDDMM: the dense X^T * dP sampled on W's pattern), r ascending, zero
+// X[r, i] skipped, in Acc.
 template <class T, class Index>
 void sparse_linear_backward_weight(dense_view<T const> x, dense_view<T const> dp, csr_view<T, Index> w,
                                    T* dw_values) {
@@ -131,7 +121,8 @@ void sparse_linear_backward_weight(dense_view<T const> x, dense_view<T const> dp
   for (Index q = 0; q < w.nnz; ++q) dw_values[q] = value_cast<T>(acc[static_cast<std::size_t>(q)]);
 }
 
-// dbias[j] = sum_r dP[r, j] (for a bias applied everywhere; epilogue_backward computes it too).
+// dbias[j] = sum_r dP[r, j], r ascending in Acc (for a bias applied everywhere;
+// epilogue_backward computes it too).
 template <class T>
 void bias_backward(dense_view<T const> dp, T* dbias) {
   using Acc = accumulator_t<T>;
