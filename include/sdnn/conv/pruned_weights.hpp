@@ -1,24 +1,10 @@
-// sdnn/conv/pruned_weights.hpp - the result of magnitude pruning a dense K x (C*R*S)
-// weight tensor to the SAME number of stored entries in every output channel
-// (pruning_result, pruning_report) and the rules that define it (padding order, report).
-// The pruning itself is in train/op/prune_uniform.hpp (host) and train/op/prune_uniform.cuh (device).
-//
-// Direct sparse convolution gives each block one output channel; uniform rows make the
-// work per block equal and the CSR row pointer implicit (row k starts at k * nnz).
-// Pruning is magnitude based:
-//   - rule::global:      one threshold over the whole tensor keeps the round((1-s)*K*F)
-//                        largest |w| (ties: lower flat index first). Channels then differ;
-//                        every channel is padded to the densest channel's count (or to a
-//                        given uniform_nnz >= that count) with explicit zero entries.
-//   - rule::per_channel: each channel keeps its own round((1-s)*F) largest |w| (exact
-//                        per-channel sparsity; padding appears only where a channel has
-//                        fewer nonzero weights than that, e.g. an all-zero channel).
-// Weights that are already zero are never "kept"; they can only become padding.
-// Padding entries are chosen next to kept ones (flat index i+1, i-1, i+2, ...), so the
-// padded row reads input words adjacent to ones it reads anyway (same cache lines).
-// F = C*R*S is the filter size; flat index f = c*R*S + r*S + s.
-// train/op/prune_uniform.hpp prunes a host tensor, train/op/prune_uniform.cuh a device tensor (kernels in train/kernel/prune_uniform.cuh)
-// with the same rules and an identical result.
+// sdnn/conv/pruned_weights.hpp - the result of magnitude pruning a dense K x (C*R*S) weight
+// tensor to the SAME number of stored entries in every output channel (pruning_result,
+// pruning_report) and the rules that define it (padding order, report). Uniform rows give
+// every output channel of the direct sparse convolution the same work and make the CSR row
+// pointer implicit (row k starts at k * nnz). The pruning itself, with the same rules and an
+// identical result on both sides: train/op/prune_uniform.hpp (host), train/op/prune_uniform.cuh
+// (device). The rules: docs/train.md#uniform-pruning.
 #pragma once
 
 #include <algorithm>
@@ -33,6 +19,15 @@
 
 namespace sdnn::conv {
 
+// Magnitude pruning of K channels of F = C*R*S weights (flat index f = c*R*S + r*S + s):
+//   - global:      one threshold over the whole tensor keeps the round((1-s)*K*F) largest |w|
+//                  (ties: lower flat index first). Channels then differ; every channel is
+//                  padded to the densest channel's count (or to a given uniform_nnz >= that
+//                  count) with explicit zero entries.
+//   - per_channel: each channel keeps its own round((1-s)*F) largest |w| (exact per-channel
+//                  sparsity; padding appears only where a channel has fewer nonzero weights
+//                  than that, e.g. an all-zero channel).
+// Weights that are already zero are never "kept"; they can only become padding.
 enum class prune_rule { global, per_channel };
 
 // The numbers of a pruning run (shared by the host and the device result).
@@ -55,7 +50,9 @@ struct pruning_result : pruning_report {
 
 namespace detail {
 // Adds `need` padding indices to channel entries `sel` (sorted flat indices of kept
-// entries), nearest first to kept ones, and returns the merged sorted list. This loop is
+// entries), nearest first to kept ones (flat index i+1, i-1, i+2, ...), so the padded row
+// reads input words adjacent to ones it reads anyway (same cache lines), and returns the
+// merged sorted list. This loop is
 // the definition of the padding order; pad_order_key below states the same order as a key
 // (the device pruning in train/kernel/prune_uniform.cuh selects by that key; tests/host/test_conv.cpp checks
 // that both agree).

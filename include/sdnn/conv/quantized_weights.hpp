@@ -1,23 +1,10 @@
 // sdnn/conv/quantized_weights.hpp - the uniform-nnz sparse convolution weights of
 // conv/weights.hpp with their values stored through a quantized encoding of
 // formats/quantized.hpp (int8 linear, per layer or per output channel, symmetric or
-// asymmetric; or the 4-bit codebook with 16 half-precision centroids).
-//
-// quantized_conv_weights<Encoding>: shape, nnz_per_channel and offsets exactly as
-// sparse_conv_weights (row k = entries [k * nnz_per_channel, (k + 1) * nnz_per_channel),
-// padded-map offsets); the value of entry e is enc.decode(e, k) with k = e / nnz_per_channel
-// the output channel of the entry, so an int8 "channel" (per_channel granularity) is an
-// OUTPUT channel k and the codebook4 index of entry e is nibble e of enc.packed.
-//
-// quantize_int8 / quantize_codebook4 apply the CSR quantizers of formats/quantized.hpp (same
-// rules, same options) to the entries in storage order, with output channel k as the group
-// (they see the entries as a CSR with one entry per row, column k). Padding entries (value 0)
-// are quantized like any other value: 0 stays exact for int8 (the clip range always holds 0),
-// for codebook4 it is whatever centroid is nearest to 0.
-// dequantize(q) is the sparse_conv_weights<float> of the decoded values (same offsets), so a
-// convolution that decodes on the fly equals the float convolution of dequantize(q) bit for
-// bit when both sum in the same order (conv/reference/quantized.hpp,
-// conv/kernel/direct_sparse_quantized.cuh).
+// asymmetric; or the 4-bit codebook with 16 half-precision centroids): the format, its
+// quantizers and dequantize. An int8 "channel" is an OUTPUT channel; a convolution that decodes
+// on the fly equals the float convolution of dequantize(q) bit for bit when both sum in the
+// same order (docs/conv.md#quantized-weights).
 #pragma once
 
 #include <cmath>
@@ -35,6 +22,11 @@
 
 namespace sdnn::conv {
 
+// Shape, nnz_per_channel and offsets exactly as sparse_conv_weights (row k = entries
+// [k * nnz_per_channel, (k + 1) * nnz_per_channel), padded-map offsets); the value of entry e
+// is enc.decode(e, k) with k = e / nnz_per_channel the output channel of the entry, so an int8
+// "channel" (per_channel granularity) is an OUTPUT channel k and the codebook4 index of entry e
+// is nibble e of enc.packed.
 template <class Encoding>
 struct quantized_conv_weights {
   conv_shape shape;
@@ -114,6 +106,10 @@ quantized_conv_weights<Encoding> with_encoding(sparse_conv_weights<float> const&
 // int8 linear quantization of float conv weights; o.granularity per_channel = one scale (and
 // zero point) per output channel. Rules as ::sdnn::quantize_int8. Throws sdnn::error on
 // weights that fail validate() or on bad options.
+// Both quantizers apply the CSR quantizers of formats/quantized.hpp (same rules, same options)
+// to the entries in storage order, with output channel k as the group (entries_by_channel).
+// Padding entries (value 0) are quantized like any other value: 0 stays exact for int8 (the
+// clip range always holds 0), for codebook4 it is whatever centroid is nearest to 0.
 inline quantized_conv_weights<int8_encoding> quantize_int8(sparse_conv_weights<float> const& w,
                                                            int8_options const& o = {}) {
   auto q = ::sdnn::quantize_int8(detail::entries_by_channel(w), o);
@@ -127,7 +123,9 @@ inline quantized_conv_weights<codebook4_encoding> quantize_codebook4(sparse_conv
   return detail::with_encoding(w, std::move(q.enc));
 }
 
-// The float conv weights of the decoded values (same shape and offsets).
+// The float conv weights of the decoded values (same shape and offsets), so a convolution
+// that decodes on the fly equals the float convolution of dequantize(q) bit for bit when both
+// sum in the same order (conv/reference/quantized.hpp, conv/kernel/direct_sparse_quantized.cuh).
 template <class Encoding>
 sparse_conv_weights<float> dequantize(quantized_conv_weights<Encoding> const& q) {
   validate(q);

@@ -1,17 +1,10 @@
 // sdnn/conv/sparse_conv.cuh - layers::sparse_conv2d / sparse_conv1d: direct sparse
-// convolution (conv/op/direct_sparse.cuh) behind sdnn::layer<T>.
+// convolution (conv::direct_conv_plan, conv/op/direct_sparse.cuh) behind sdnn::layer<T>.
 //
 // Activations are batch x (C*H*W) row-major (= NCHW, rows contiguous: ld == cols); the
 // output is batch x (K*OH*OW). The layer fuses bias + ReLU (options::relu).
-// plan(batch, ...) SYNCHRONISES: it uploads the weights and runs a short tuning run (each
-// candidate (variant, block shape) of direct_conv_candidates timed on the real shape
-// with CUDA events, min of tune_reps launches after one warm-up) and keeps the fastest;
-// options::force skips tuning. forward(cuda_exec) never synchronises once planned; called
-// unplanned it uploads the weights first (a pageable-memory copy, which blocks the host).
-// The device work is ops' conv::direct_conv_plan (conv/op/direct_sparse.cuh), one per tuning candidate.
-// Acc = float accumulates in float; Acc = __half (T = __half only) accumulates in half
-// (paired __hfma2 over two images). __half data with float accumulation is rounded to
-// half once (the tuning candidates keep partial sums in registers across channel chunks).
+// plan(batch, ...) SYNCHRONISES (weight upload and a short tuning run:
+// docs/conv.md#plans-and-tuning); forward(cuda_exec) never synchronises once planned.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -34,6 +27,9 @@
 
 namespace sdnn::layers {
 
+// Acc = float accumulates in float; Acc = __half (T = __half only) accumulates in half
+// (paired __hfma2 over two images). __half data with float accumulation is rounded to
+// half once (the tuning candidates keep partial sums in registers across channel chunks).
 template <class T, class Acc = accumulator_t<T>>
 class sparse_conv2d : public layer<T> {
  public:
@@ -66,7 +62,10 @@ class sparse_conv2d : public layer<T> {
   // (candidate, seconds) of the last tuning run.
   std::vector<std::pair<conv::direct_conv_config, double>> const& tuning_log() const { return log_; }
 
-  // Synchronises (weight upload + tuning run); see the file comment.
+  // Synchronises: uploads the weights and runs a short tuning run (each candidate (variant,
+  // block shape) of direct_conv_candidates, one conv::direct_conv_plan each, timed on the real
+  // shape with CUDA events, min of tune_reps launches after one warm-up) and keeps the
+  // fastest; options::force skips tuning.
   void plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) override {
     out_features(in_features);
     upload_bias(exec);
@@ -118,6 +117,8 @@ class sparse_conv2d : public layer<T> {
         out(i, j) = value_cast<T>(static_cast<float>(y[static_cast<std::size_t>(i * out.cols + j)]));
   }
 
+  // Never synchronises once planned; called unplanned it uploads the weights first (a
+  // pageable-memory copy, which blocks the host) with the forced or the first candidate config.
   void forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) override {
     check_views(in, out);
     if (!dev_) {

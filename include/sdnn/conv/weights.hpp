@@ -1,23 +1,8 @@
-// sdnn/conv/weights.hpp - the uniform-row sparse weight format of direct sparse
-// convolution, and the per-tile layout the device kernel derives from it at plan time.
-//
-// sparse_conv_weights<T>: one CSR row per output channel k, every row with the same
-// nnz_per_channel entries, so the row pointer is implicit:
-//     row k = entries [k * nnz_per_channel, (k + 1) * nnz_per_channel)
-// (row_ptr[k] == k * nnz_per_channel, row_ptr[K] == K * nnz_per_channel; csr_row_ptr()
-// materialises it for code that wants a csr_view). The column index of entry (c, r, s)
-// is its precomputed offset into one image's PADDED input map (C x Hp x Wp):
-//     offset = c*Hp*Wp + r*dil_h*Wp + s*dil_w
-// so output (oy, ox) of image n is sum_e values[e] * in_padded[n][offset[e] + oy*stride_h*Wp
-// + ox*stride_w]: no index arithmetic per entry. Offsets are strictly increasing in a row.
-//
-// tiled_conv_entries<T>: the same weights re-addressed for a shared-memory tile of the
-// input (cc channels x sh rows x sw columns, see conv/kernel/direct_sparse.cuh), split by channel
-// chunk (chunk j = channels [j*cc, (j+1)*cc)) and stored chunk-major:
-//     entries of (chunk j, channel k) = [ptr[j*K + k], ptr[j*K + k + 1]),  ptr has nchunks*K + 1 entries
-//     tile offset = ((c - j*cc)*sh + r*dil_h)*sw + s*dil_w
-// The tile offsets are derived from the padded-map offsets (c, r*dil_h, s*dil_w are
-// recovered exactly because r*dil_h < Hp and s*dil_w < Wp).
+// sdnn/conv/weights.hpp - the uniform-row sparse weight format of direct sparse convolution
+// (sparse_conv_weights: one CSR row per output channel, every row with the same number of
+// entries, each entry's column its offset into the padded input map), and the per-tile layout
+// the device kernel derives from it at plan time (tiled_conv_entries). Both layouts:
+// docs/conv.md#weight-format.
 #pragma once
 
 #include <algorithm>
@@ -32,6 +17,14 @@
 
 namespace sdnn::conv {
 
+// One CSR row per output channel k, every row with the same nnz_per_channel entries, so the
+// row pointer is implicit:
+//     row k = entries [k * nnz_per_channel, (k + 1) * nnz_per_channel)
+// The column index of entry (c, r, s) is its precomputed offset into one image's PADDED input
+// map (C x Hp x Wp):
+//     offset = c*Hp*Wp + r*dil_h*Wp + s*dil_w
+// so output (oy, ox) of image n is sum_e values[e] * in_padded[n][offset[e] + oy*stride_h*Wp
+// + ox*stride_w]: no index arithmetic per entry. Offsets are strictly increasing in a row.
 template <class T>
 struct sparse_conv_weights {
   conv_shape shape;
@@ -96,14 +89,18 @@ void validate(sparse_conv_weights<T> const& w) {
   }
 }
 
+// The weights re-addressed for a shared-memory tile of the input (cc channels x sh rows x sw
+// columns, the window of conv/kernel/direct_sparse.cuh), split by channel chunk (chunk j =
+// channels [j*cc, (j+1)*cc)) and stored chunk-major:
+//     entries of (chunk j, channel k) = [ptr[j*K + k], ptr[j*K + k + 1]),  ptr has nchunks*K + 1 entries
+//     tile offset = ((c - j*cc)*sh + r*dil_h)*sw + s*dil_w
 template <class T>
 struct tiled_conv_entries {
   int cc = 0, sh = 0, sw = 0, nchunks = 0;
   std::vector<std::int32_t> tile_offset;  // [nnz] chunk-major
   std::vector<T> values;                  // [nnz]
   std::vector<std::int32_t> ptr;          // [nchunks * K + 1]
-  // Largest entry count of one (chunk, group of kg consecutive channels): the kernel's
-  // shared-memory weight stage.
+  // Largest entry count of one (chunk, group of kg consecutive channels).
   std::int64_t max_group_entries(int K, int kg) const {
     std::int64_t m = 0;
     for (int j = 0; j < nchunks; ++j)
@@ -115,7 +112,9 @@ struct tiled_conv_entries {
   }
 };
 
-// Re-addresses w for a tile of cc channels x sh rows x sw columns (see the file comment).
+// Re-addresses w for a tile of cc channels x sh rows x sw columns (see tiled_conv_entries). The
+// tile offsets are derived from the padded-map offsets: c, r*dil_h and s*dil_w are recovered
+// exactly because r*dil_h < Hp and s*dil_w < Wp.
 template <class T>
 tiled_conv_entries<T> make_tiled_entries(sparse_conv_weights<T> const& w, int cc, int sh, int sw) {
   conv_shape const& s = w.shape;

@@ -1,39 +1,9 @@
 // sdnn/conv/kernel/direct_sparse.cuh - direct sparse convolution kernel (uniform-nnz rows)
-// and its launcher; the device weights, the variant dispatch and the checks are in conv/op/direct_sparse.cuh.
-//
-// Grid: x = output tile (toh x tow pixels), y = sub-batch (NB images), z = k-split (a
-// contiguous range of output channels). A block stages the input window of its tile once
-// per channel chunk and reuses it for EVERY output channel of its range, so each staged
-// value feeds ~K * density * R*S FMAs (staging per k-group was the bottleneck of the first
-// version: ~6 FMAs per staged value on VGG-16, 10x under the shared-memory bound).
-// Block: kw slots x (tw x th) pixel threads; pixel thread (tx, ty) owns P pixels
-//   rows_mode = 1 (2-D): (ty + p*th, tx)      rows_mode = 0 (1-D): (ty, tx + p*tw)
-// slot w walks the k-groups w, w + kw, ... of KG channels, with acc[KG][P][NB] in registers.
-// The two building blocks:
-//   stage(j): s_in[cc][sh][sw][NB] <- channel chunk j of the window (images interleaved,
-//      so one vector load gives one position of all NB images; consecutive lanes store
-//      consecutive words), zero outside the image; loads are issued 4 segments at a time
-//      so several are in flight;
-//   accumulate(j, k-group): for each entry of chunk j (tile offset * NB, weight; an 8-byte
-//      load that every thread of the block reads: a broadcast served by L1) one vector
-//      load per pixel and NB FMAs per pixel. The entries come from a weight source (a
-//      template parameter of the body, direct_sparse_conv_block): stored tile_entry<T> here,
-//      quantized codes decoded on the fly in conv/kernel/direct_sparse_quantized.cuh (one
-//      body, so both compute the same sums in the same order).
-// The store adds bias[k] and applies ReLU; consecutive tx store consecutive ox (coalesced).
-// With one chunk (cc == C, the common case) the window is staged once and each k-group's
-// sums are stored once. With several chunks, direct_conv_config::sums_in_registers picks
-// how sums cross chunks (a template parameter of the kernel):
-//   true:  for each k-group pass, for each chunk: stage, accumulate; store once. Sums stay
-//          in registers (for __half: rounded to half exactly once); windows are restaged
-//          per pass (odd passes walk the chunks backwards and reuse the last one staged);
-//   false: for each chunk: stage once, then every k-group accumulates and stores, adding
-//          the partial sums stored by chunk j-1 (same block, same thread: no race): one
-//          output read + write per extra chunk; exact for float, refused for __half data
-//          with float accumulation (it would round to half once per chunk).
-// Invariants: entries of (chunk j, channel k) only address channels [j*cc, (j+1)*cc) of the
-// window; every position a pixel + entry reaches lies inside the window (host-tested by
-// tests/host/test_conv.cpp, which emulates this index arithmetic).
+// and its launcher; the device weights, the variant dispatch and the checks are in
+// conv/op/direct_sparse.cuh. A block stages the input window of its output tile once per
+// channel chunk and reuses it for every output channel of its range, bias + ReLU fused into
+// the store. Grid, block, staging and how sums cross channel chunks:
+// docs/conv.md#direct-sparse-kernel.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -111,9 +81,15 @@ struct tile_entry_source {
   SDNN_DEVICE SDNN_FORCEINLINE tile_entry<T> entry(int i, channel_type) const { return ent[i]; }
 };
 
-// The body of every direct sparse convolution kernel (the file comment), for any weight
-// source; the __global__ functions are thin wrappers that build the source from their
-// parameters. Its first barrier (stage()'s) comes before the first src.entry().
+// The body of every direct sparse convolution kernel (docs/conv.md#direct-sparse-kernel), for
+// any weight source; the __global__ functions are thin wrappers that build the source from
+// their parameters. Its first barrier (stage()'s) comes before the first src.entry().
+// Grid: x = output tile (toh x tow pixels), y = sub-batch (NB images), z = k-split. Block: kw
+// slots x (tw x th) pixel threads; slot w walks the k-groups w, w + kw, ... of KG channels with
+// acc[KG][P][NB] in registers.
+// Invariants: entries of (chunk j, channel k) only address channels [j*cc, (j+1)*cc) of the
+// window; every position a pixel + entry reaches lies inside the window (host-tested by
+// tests/host/test_conv.cpp, which emulates this index arithmetic).
 template <class T, class Acc, int NB, int KG, int P, bool SumsInRegisters, class Source>
 SDNN_DEVICE SDNN_FORCEINLINE void direct_sparse_conv_block(direct_conv_params const& p, T const* in,
                                                            Source const& src, std::int32_t const* ptr,
@@ -153,7 +129,10 @@ SDNN_DEVICE SDNN_FORCEINLINE void direct_sparse_conv_block(direct_conv_params co
   int const n = n0 + img;
   std::size_t const plane = std::size_t(p.H) * p.W;
 
-  // Stages channel chunk j into s_in (every thread of the block takes part).
+  // Stages channel chunk j into s_in (every thread of the block takes part): images
+  // interleaved, so one vector load gives one position of all NB images and consecutive lanes
+  // store consecutive words; zero outside the image; loads issued 4 segments at a time so
+  // several are in flight.
   auto stage = [&](int j) {
     int const c0 = j * p.cc;
     __syncthreads();  // the previous chunk's reads are done
@@ -196,7 +175,9 @@ SDNN_DEVICE SDNN_FORCEINLINE void direct_sparse_conv_block(direct_conv_params co
         }
   };
 
-  // acc += the entries of chunk j for channels [kg, kg + KG) over the staged window.
+  // acc += the entries of chunk j for channels [kg, kg + KG) over the staged window: per entry
+  // (an 8-byte load every thread of the block reads, a broadcast served by L1) one vector load
+  // per pixel and NB FMAs per pixel.
   auto accumulate = [&](int j, int kg, acc_t (&acc)[KG][P][NA]) {
     std::int32_t const* pk = ptr + std::size_t(j) * p.K + kg;
 #pragma unroll

@@ -1,24 +1,8 @@
 // sdnn/conv/kernel/direct_sparse_quantized.cuh - direct sparse convolution (float data, float
 // sums) with quantized weights decoded on the fly, and its launcher; the device weights, the
-// variant dispatch and the checks are in conv/op/direct_sparse_quantized.cuh.
-//
-// The kernel body is the float kernel's (direct_sparse_conv_block of
-// conv/kernel/direct_sparse.cuh, its file comment; same direct_conv_params, same variants
-// (NB, KG, P) and both SumsInRegisters modes) with another weight source
-// (decoded_entry_source): instead of one 8-byte tile_entry<float> {offset, weight} it reads the
-// tile offset (int32, already times NB) and the entry's code, and decodes it with the decoders
-// of linear/kernel/spmm_quantized.cuh:
-//   int8:      w = __fmul_rn(scale[k], float(q[i] - zero[k])), (scale, zero) of the output
-//              channel k read once per k-group pass (one group when per layer);
-//   codebook4: w = codebook[nibble i of packed], the 16 float centroids (half widened, exact)
-//              copied into shared memory by the block (16 threads, before the first barrier).
-// Both give exactly the float int8_encoding / codebook4_encoding::decode computes on the host,
-// and every sum is then the float kernel's: the same fmaf(w, x, acc) in the same order, the
-// same store (partial sums through the output, bias, ReLU). So for every config this kernel
-// is BITWISE equal to the float kernel run on dequantize(weights) (tests/cuda/
-// test_conv_quantized.cu checks that with ==).
-// Entries are read in the tiled, chunk-major order of conv/weights.hpp
-// (tiled_conv_entries); the codes were permuted to that order at plan time.
+// variant dispatch and the checks are in conv/op/direct_sparse_quantized.cuh. The body is the
+// float kernel's with another weight source, so for every config the result is BITWISE equal
+// to the float kernel run on dequantize(weights) (docs/conv.md#quantized-weights).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,7 +21,16 @@ namespace detail {
 
 // The weight source of the quantized kernels (see direct_sparse_conv_block): the tile offset
 // (int32, already times NB) of entry i and its code decoded by dec (linear/kernel/spmm_quantized.cuh),
-// as the tile_entry<float> the float kernel would have loaded.
+// as the tile_entry<float> the float kernel would have loaded:
+//   int8:      w = __fmul_rn(scale[k], float(q[i] - zero[k])), (scale, zero) of the output
+//              channel k read once per k-group pass (one group when per layer);
+//   codebook4: w = codebook[nibble i of packed], the 16 float centroids (half widened, exact)
+//              in shared memory.
+// Both give exactly the float int8_encoding / codebook4_encoding::decode computes on the host,
+// and every sum is then the float kernel's: the same fmaf(w, x, acc) in the same order, the
+// same store (partial sums through the output, bias, ReLU); tests/cuda/test_conv_quantized.cu
+// checks the bitwise equality with ==. Entries are read in the tiled, chunk-major order of
+// tiled_conv_entries (conv/weights.hpp); the codes were permuted to that order at plan time.
 template <class Decoder>
 struct decoded_entry_source {
   std::int32_t const* off;
@@ -60,7 +53,8 @@ __global__ void __launch_bounds__(256)
                                         std::int32_t const* __restrict__ ptr, float const* __restrict__ bias,
                                         int relu, float* __restrict__ out) {
   __shared__ float s_codebook[16];
-  // codebook4: the block fills s_codebook here; it is read after the body's first barrier.
+  // codebook4: the block fills s_codebook here (16 threads); it is read after the body's first
+  // barrier.
   auto const src = decoded_entries(off, ::sdnn::kernels::detail::make_decoder(vals, s_codebook));
   direct_sparse_conv_block<float, float, NB, KG, P, SumsInRegisters>(p, in, src, ptr, bias, relu, out);
 }

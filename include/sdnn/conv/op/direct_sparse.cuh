@@ -1,21 +1,10 @@
-// sdnn/conv/op/direct_sparse.cuh - direct sparse convolution on the device: the weights re-addressed for
-// one (variant, block shape) and uploaded (device_tiled_weights), and the call that checks
-// the arguments and launches the kernel of conv/kernel/direct_sparse.cuh (whose file
-// comment describes the algorithm). The host-side planning (variants, geometry, tuning
-// candidates) is in conv/op/direct_sparse.hpp.
-//
-// direct_conv_plan<T, Acc> follows the plan protocol (core/plan.hpp):
-//   direct_conv_plan::can_implement(shape, config)  the block shape is valid for the shape, the
-//                                                   input window fits the current device's shared
-//                                                   memory, and (__half data, float sums) partial
-//                                                   sums are not round-tripped through the output
-//   direct_conv_plan p(w, config, exec, opt = {})   re-addresses the weights for the config and
-//                                                   uploads them (returns once the pageable host
-//                                                   data has been read)
-//   p.workspace_bytes()                             0: the kernel needs no scratch
-//   p.run(exec, n, in, bias, relu, out)             const; enqueues on exec.stream only
-// The tuning that picks a config (timed runs: synchronises) is the layer's
-// (conv/sparse_conv.cuh).
+// sdnn/conv/op/direct_sparse.cuh - direct sparse convolution on the device: the weights
+// re-addressed for one (variant, block shape) and uploaded (device_tiled_weights), the call that
+// checks the arguments and launches the kernel of conv/kernel/direct_sparse.cuh, and
+// direct_conv_plan<T, Acc>, which follows the plan protocol (core/plan.hpp). The host-side
+// planning (variants, geometry, tuning candidates) is in conv/op/direct_sparse.hpp; the tuning
+// that picks a config (timed runs: synchronises) is the layer's (conv/sparse_conv.cuh).
+// docs/conv.md#plans-and-tuning.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -161,6 +150,8 @@ void direct_sparse_conv(device_tiled_weights<T> const& w, conv_shape const& s, s
 template <class T, class Acc = accumulator_t<T>>
 class direct_conv_plan {
  public:
+  // The block shape is valid for the shape, the input window fits the current device's shared
+  // memory, and (__half data, float sums) partial sums are not round-tripped through the output.
   static plan_status can_implement(conv_shape const& s, direct_conv_config const& c) {
     using std::to_string;
     if (c.variant < 0 || c.variant >= detail::direct_conv_variant_count)
@@ -186,6 +177,8 @@ class direct_conv_plan {
     return {};
   }
 
+  // Re-addresses the weights for the config and uploads them (returns once the pageable host
+  // data has been read).
   direct_conv_plan(sparse_conv_weights<T> const& w, direct_conv_config const& c, cuda_exec exec, plan_options = {})
       : shape_(w.shape),
         w_(make_device_tiled_weights(sdnn::detail::implementable(can_implement(w.shape, c), w), c, exec)),
@@ -193,7 +186,7 @@ class direct_conv_plan {
   direct_conv_plan(direct_conv_plan&&) noexcept = default;
   direct_conv_plan& operator=(direct_conv_plan&&) noexcept = default;
 
-  std::size_t workspace_bytes() const noexcept { return 0; }
+  std::size_t workspace_bytes() const noexcept { return 0; }  // the kernel needs no scratch
   conv_shape const& shape() const noexcept { return shape_; }
   direct_conv_config const& config() const noexcept { return w_.config; }
   direct_conv_geometry const& geometry() const noexcept { return w_.geom; }

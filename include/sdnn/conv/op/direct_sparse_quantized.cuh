@@ -1,20 +1,11 @@
 // sdnn/conv/op/direct_sparse_quantized.cuh - direct sparse convolution with quantized weights
 // (conv/quantized_weights.hpp) on the device: the weights re-addressed for one (variant, block
-// shape) of conv/op/direct_sparse.hpp and uploaded with their codes (device_quantized_tiled_weights), and
-// the call that launches conv/kernel/direct_sparse_quantized.cuh. Float data, float sums.
-//
-// quantized_direct_conv_plan<Encoding> follows the plan protocol (core/plan.hpp), like
-// direct_conv_plan<float> of conv/op/direct_sparse.cuh, with the same configs (direct_conv_config,
-// direct_conv_candidates(shape, sizeof(float), batch)):
-//   quantized_direct_conv_plan::can_implement(shape, config)   as direct_conv_plan<float>,
-//                                                              plus the 64-byte shared codebook
-//   quantized_direct_conv_plan p(w, config, exec, opt = {})     validates w, tiles and uploads
-//   p.workspace_bytes()                                         0
-//   p.run(exec, n, in, bias, relu, out)                         const; enqueues on exec.stream
-//   p.bytes()                                                   device bytes of the weights
-// Result: bitwise equal to direct_conv_plan<float>(dequantize(w), config) (the kernel file
-// says why), hence within float rounding of conv_reference(w, ...) (conv/reference/quantized.hpp).
-// Tuning (timed runs over the candidates) is the caller's, as for the float plan.
+// shape) of conv/op/direct_sparse.hpp and uploaded with their codes
+// (device_quantized_tiled_weights), the call that launches
+// conv/kernel/direct_sparse_quantized.cuh, and quantized_direct_conv_plan<Encoding>, which
+// follows the plan protocol (core/plan.hpp) like direct_conv_plan<float>, with the same configs.
+// Float data, float sums. Tuning (timed runs over direct_conv_candidates(shape, sizeof(float),
+// batch)) is the caller's, as for the float plan.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -163,10 +154,13 @@ void direct_sparse_conv_quantized(device_quantized_tiled_weights<Encoding> const
   });
 }
 
-// The plan of one quantized direct sparse convolution (see the file comment).
+// The plan of one quantized direct sparse convolution. Result: bitwise equal to
+// direct_conv_plan<float>(dequantize(w), config) (docs/conv.md#quantized-weights says why),
+// hence within float rounding of conv_reference(w, ...) (conv/reference/quantized.hpp).
 template <class Encoding>
 class quantized_direct_conv_plan {
  public:
+  // As direct_conv_plan<float>::can_implement, plus the 64-byte shared codebook.
   static plan_status can_implement(conv_shape const& s, direct_conv_config const& c) {
     auto st = direct_conv_plan<float, float>::can_implement(s, c);
     if (!st) return st;
@@ -179,6 +173,7 @@ class quantized_direct_conv_plan {
     return {};
   }
 
+  // Validates w, tiles it for the config and uploads it.
   quantized_direct_conv_plan(quantized_conv_weights<Encoding> const& w, direct_conv_config const& c, cuda_exec exec,
                              plan_options = {})
       : shape_(w.shape),
@@ -192,7 +187,7 @@ class quantized_direct_conv_plan {
   direct_conv_config const& config() const noexcept { return w_.config; }
   direct_conv_geometry const& geometry() const noexcept { return w_.geom; }
   std::size_t smem_bytes() const noexcept { return w_.smem_bytes; }
-  weight_footprint bytes() const { return w_.bytes(); }
+  weight_footprint bytes() const { return w_.bytes(); }  // device bytes of the weights
 
   // out = relu?(conv(in, decode(w)) + bias) for n images (device memory); enqueued on
   // exec.stream; never synchronises.

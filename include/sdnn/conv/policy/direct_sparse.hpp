@@ -5,10 +5,12 @@ namespace sdnn::policy {
 
 // Direct sparse convolution (Escoin-style, uniform-nnz rows; conv/kernel/direct_sparse.cuh,
 // planned in conv/op/direct_sparse.hpp, run by conv/op/direct_sparse.cuh).
-// One block computes KGroup output channels over an output tile for SubBatch images:
-//   - the input tile (a chunk of channels at a time) and the chunk's weights + offsets are
-//     staged in shared memory; each weight is reused across the SubBatch images (stored
-//     interleaved, so one vector load feeds SubBatch FMAs) and across the block's pixels;
+// One block computes a range of output channels, KGroup at a time per slot, over an output
+// tile for SubBatch images:
+//   - the input window (a chunk of channels at a time) is staged in shared memory, the
+//     images interleaved so one vector load feeds SubBatch FMAs; each chunk's entries
+//     (offset, weight) are read by every thread of the block, a broadcast served by L1, and
+//     each weight is reused across the SubBatch images and the block's pixels;
 //   - each thread keeps KGroup x Pixels x SubBatch partial sums in registers (across the
 //     channel chunks too when direct_conv_config::sums_in_registers, the default);
 //   - output writes are coalesced along the row, bias + ReLU fused into the store.

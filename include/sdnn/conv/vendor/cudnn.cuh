@@ -1,14 +1,8 @@
 // sdnn/conv/vendor/cudnn.cuh - vendor::cudnn_conv2d: the dense convolution baseline through
 // cuDNN (needs SDNN_HAS_CUDNN, i.e. linking sdnn::cudnn; without it this header declares
 // nothing). conv/cudnn_conv.cuh puts it behind the same sdnn::layer<T> interface as
-// sparse_conv2d (layers::cudnn_conv2d).
-//
-// plan(batch, ...) SYNCHRONISES: it uploads the weights, sets the descriptors and lets cuDNN
-// time every forward algorithm (cudnnFindConvolutionForwardAlgorithm) and keeps the fastest
-// that succeeded. float runs with CUDNN_FMA_MATH (no TF32: results with a tensor-op math
-// type are rejected); __half runs with CUDNN_TENSOR_OP_MATH and float compute type.
-// forward(cuda_exec) = cudnnConvolutionForward + one elementwise bias/ReLU pass (skipped
-// when there is no bias and no ReLU); it never synchronises.
+// sparse_conv2d (layers::cudnn_conv2d). plan(batch, ...) SYNCHRONISES; forward(cuda_exec)
+// never does.
 #pragma once
 
 #if defined(SDNN_HAS_CUDNN)
@@ -43,7 +37,7 @@ inline void cudnn_check_noexcept(cudnnStatus_t st, char const* what) noexcept {
 
 namespace sdnn::vendor {
 
-// The plan behind layers::cudnn_conv2d (same members; see the file comment).
+// The plan behind layers::cudnn_conv2d (same members).
 template <class T>
 class cudnn_conv2d {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, __half>, "cudnn_conv2d: T must be float or __half");
@@ -78,7 +72,10 @@ class cudnn_conv2d {
   cudnnConvolutionFwdAlgo_t algorithm() const { return algo_; }
   cudnnMathType_t math_type() const { return math_; }
 
-  // Synchronises (upload + cudnnFindConvolutionForwardAlgorithm).
+  // Synchronises: uploads the weights, sets the descriptors and lets cuDNN time every forward
+  // algorithm (cudnnFindConvolutionForwardAlgorithm), keeping the fastest that succeeded. float
+  // runs with CUDNN_FMA_MATH (no TF32: results with a tensor-op math type are rejected); __half
+  // runs with CUDNN_TENSOR_OP_MATH and float compute type.
   void plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) {
     out_features(in_features);
     SDNN_EXPECTS(batch >= 1, name(), ": batch must be >= 1, got ", batch);
@@ -136,7 +133,8 @@ class cudnn_conv2d {
         out(i, j) = value_cast<T>(static_cast<float>(y[static_cast<std::size_t>(i * out.cols + j)]));
   }
 
-  // Needs plan() for this batch size first.
+  // Needs plan() for this batch size first. cudnnConvolutionForward + one elementwise
+  // bias/ReLU pass (skipped when there is no bias and no ReLU); never synchronises.
   void forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) {
     check_views(in, out);
     SDNN_EXPECTS(h_ && in.rows == batch_, name(), ": plan(", in.rows, ", ...) must run before forward; planned for ",
