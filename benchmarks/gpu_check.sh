@@ -7,7 +7,8 @@
 #   benchmarks/gpu_check.sh [build-dir]
 #   env: ARCH (default 90), JOBS (default 16), SANITIZE_FILTER (Catch2 filter for the
 #        sanitizer runs, default "~[slow]"), RACECHECK_FILTER (default "[racecheck]"),
-#        SKIP_BUILD=1 to reuse a build, CTEST_LABEL (e.g. gpu: only the device tests).
+#        SKIP_BUILD=1 to reuse a build, CTEST_LABEL (e.g. gpu: only the device tests),
+#        NO_SANITIZE=1 to skip the compute-sanitizer runs.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/common/gpu_env.sh
 source "$(dirname "$0")/common/gpu_env.sh"
@@ -33,7 +34,9 @@ CT=$B/tests/sdnn_cuda_tests
 if [ -x "$CT" ]; then
   SDNN_REQUIRE_GPU=1 "$CT" --list-tests >"$OUT/cuda_tests_list.txt" 2>&1
   say "device test cases: $(grep -E '^[0-9]+ (matching )?test cases' "$OUT/cuda_tests_list.txt" | tail -1)"
-  for tool in memcheck racecheck; do
+  tools="memcheck racecheck"
+  [ "${NO_SANITIZE:-0}" = 1 ] && tools=""
+  for tool in $tools; do
     if [ $tool = memcheck ]; then f=${SANITIZE_FILTER:-"~[slow]"}; else f=${RACECHECK_FILTER:-"[racecheck]"}; fi
     t0=$(date +%s)
     SDNN_REQUIRE_GPU=1 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 99 "$CT" "$f" >"$OUT/sanitizer_$tool.log" 2>&1

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One device call for a session's GPU work: gpu_check.sh (configure, build, every test with
 # SDNN_REQUIRE_GPU=1, compute-sanitizer memcheck + racecheck), then, time permitting, the
-# Graph Challenge ablation on the configurations in ABLATION_CONFIGS. Logs under $OUT.
+# Graph Challenge ablation on the configurations in ABLATION_CONFIGS, and with COMPARE_BASE (the
+# sources of an earlier commit, e.g. unpacked from `git archive`) the same-call speed comparison
+# of benchmarks/compare_baseline.sh (CONFIGS, default 1024:120). NO_SANITIZE=1 skips every
+# compute-sanitizer run. Logs under $OUT.
 #   benchmarks/session_gpu.sh [build-dir]
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/common/gpu_env.sh
@@ -14,7 +17,10 @@ SANITIZE_FILTER=${SANITIZE_FILTER:-'~[challenge]~[indices_huge]'} RACECHECK_FILT
   benchmarks/gpu_check.sh "$B"
 rc=$?
 CT=$B/tests/sdnn_cuda_tests
-for tool in memcheck racecheck; do
+tools="memcheck racecheck"
+[ "${NO_SANITIZE:-0}" = 1 ] && tools=""
+export NO_SANITIZE
+for tool in $tools; do
   SDNN_REQUIRE_GPU=1 timeout 240 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 99 "$CT" \
     "${EXTRA_SANITIZE:-[engine_race],[plan]}" > "$OUT/extra_$tool.log" 2>&1
   r=$?; [ $r -ne 0 ] && rc=1
@@ -23,5 +29,11 @@ done
 if [ -n "${ABLATION_CONFIGS:-}" ]; then
   CONFIGS=$ABLATION_CONFIGS benchmarks/challenge_ablation.sh "$B" "$OUT/ablation" > "$OUT/ablation.log" 2>&1
   tail -40 "$OUT/ablation.log"
+fi
+if [ -n "${COMPARE_BASE:-}" ]; then
+  CONFIGS=${CONFIGS:-1024:120} benchmarks/compare_baseline.sh "$COMPARE_BASE" "$B" "$OUT/compare" "${COMPARE_ROUNDS:-3}" \
+    > "$OUT/compare.log" 2>&1 || rc=1
+  tail -30 "$OUT/compare.log"
+  [ -f "$OUT/compare/compare.md" ] && cat "$OUT/compare/compare.md"
 fi
 exit $rc
