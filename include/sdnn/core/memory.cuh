@@ -8,13 +8,57 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/exec.hpp"
 #include "sdnn/core/memory.hpp"
 
 namespace sdnn {
+
+namespace detail {
+// The streams an owner of device memory (a plan, layer, pipeline or vendor wrapper) enqueued work
+// on. Every device buffer allocated through an executor that carries it (cuda_exec::owner) makes
+// its free stream wait for all of them before it is released or replaced: an event per stream, no
+// host synchronisation. So no member order, move-assignment or re-plan can free memory that work
+// already enqueued on another stream still reads. The noted streams must exist at that moment.
+class stream_use {
+ public:
+  // Thread-safe; a lock and a short scan.
+  void note(cudaStream_t s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto t : streams_)
+      if (t == s) return;
+    streams_.push_back(s);
+  }
+  // Makes `s` wait for the work enqueued so far on every other noted stream.
+  void order_before(cudaStream_t s) const noexcept {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto t : streams_) {
+      if (t == s) continue;
+      cudaEvent_t ev = nullptr;
+      if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) {
+        cuda_check_noexcept(cudaGetLastError(), "cudaEventCreateWithFlags (stream-ordered release)");
+        continue;
+      }
+      cuda_check_noexcept(cudaEventRecord(ev, t), "cudaEventRecord (stream-ordered release)");
+      cuda_check_noexcept(cudaStreamWaitEvent(s, ev, 0), "cudaStreamWaitEvent (stream-ordered release)");
+      cuda_check_noexcept(cudaEventDestroy(ev), "cudaEventDestroy (stream-ordered release)");
+    }
+  }
+  std::vector<cudaStream_t> streams() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return streams_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<cudaStream_t> streams_;
+};
+}  // namespace detail
 
 template <class T>
 class buffer<T, device_space> {
@@ -23,20 +67,25 @@ class buffer<T, device_space> {
   using space = device_space;
 
   buffer() = default;
-  // Uninitialised device memory for n elements, stream-ordered on exec.stream.
-  buffer(std::size_t n, cuda_exec exec) : size_(n), stream_(exec.stream) {
+  // Uninitialised device memory for n elements, stream-ordered on exec.stream. With
+  // exec.owner set, releasing it first waits for every stream the owner ran on.
+  buffer(std::size_t n, cuda_exec const& exec) : size_(n), stream_(exec.stream), owner_(exec.owner) {
     if (n) SDNN_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&data_), n * sizeof(T), stream_));
   }
   ~buffer() { reset(); }
 
   buffer(buffer&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), stream_(o.stream_) {}
+      : data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
+        stream_(o.stream_),
+        owner_(std::move(o.owner_)) {}
   buffer& operator=(buffer&& o) noexcept {
     if (this != &o) {
       reset();
       data_ = std::exchange(o.data_, nullptr);
       size_ = std::exchange(o.size_, 0);
       stream_ = o.stream_;
+      owner_ = std::move(o.owner_);
     }
     return *this;
   }
@@ -47,21 +96,29 @@ class buffer<T, device_space> {
   // before the stream they were allocated on). Errors cannot be thrown from here: a
   // failed free is reported on stderr.
   void reset() noexcept {
-    if (data_) detail::cuda_check_noexcept(cudaFreeAsync(data_, stream_), "cudaFreeAsync");
+    if (data_) {
+      if (owner_) owner_->order_before(stream_);
+      detail::cuda_check_noexcept(cudaFreeAsync(data_, stream_), "cudaFreeAsync");
+    }
     data_ = nullptr;
     size_ = 0;
+    owner_.reset();
   }
+  // Binds the buffer to an owner's streams (as if allocated through an executor carrying it).
+  void bind(std::shared_ptr<detail::stream_use> owner) noexcept { owner_ = std::move(owner); }
 
   T* data() noexcept { return data_; }
   T const* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   cudaStream_t stream() const noexcept { return stream_; }
+  detail::stream_use const* owner() const noexcept { return owner_.get(); }
 
  private:
   T* data_ = nullptr;
   std::size_t size_ = 0;
   cudaStream_t stream_ = nullptr;
+  std::shared_ptr<detail::stream_use> owner_;  // null: freed in the order of stream_ alone
 };
 
 template <class T>

@@ -1,11 +1,11 @@
-// sdnn/core/plan.cuh - the device half of the plan protocol (core/plan.hpp): remembering the
-// streams a plan ran on, so that destroying it orders the release of its buffers after them.
+// sdnn/core/plan.cuh - the device half of the plan protocol (core/plan.hpp): the record of the
+// streams a plan ran on, which orders every release of its device buffers after them, and the
+// workspace helpers of run().
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <mutex>
-#include <vector>
+#include <memory>
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/exec.hpp"
@@ -14,54 +14,39 @@
 
 namespace sdnn::detail {
 
-// A member of every plan that owns device buffers. Declare it LAST: members are destroyed
-// in reverse order, so its destructor (which makes the home stream wait for every other
-// stream the plan ran on) runs before the buffers are released on the home stream.
+// The stream record of an object that owns device memory (a plan, layer, pipeline or vendor
+// wrapper): every stream it was made or ran on. Allocate the object's buffers through owned(exec)
+// (or bind() them): each then waits for all those streams before it is freed or replaced
+// (core/memory.cuh), so the order of the members, a move-assignment or a re-plan cannot free
+// memory that work enqueued on another stream still uses. run() calls note(exec).
 class run_streams {
  public:
-  run_streams() = default;
-  explicit run_streams(cuda_exec home) : home_(home.stream) {}
-  run_streams(run_streams&& o) noexcept : home_(o.home_), used_(std::move(o.used_)) { o.used_.clear(); }
-  run_streams& operator=(run_streams&& o) noexcept {
-    if (this != &o) {
-      release();
-      home_ = o.home_;
-      used_ = std::move(o.used_);
-      o.used_.clear();
-    }
-    return *this;
-  }
+  run_streams() : use_(std::make_shared<stream_use>()) {}
+  explicit run_streams(cuda_exec const& home) : run_streams() { use_->note(home.stream); }
+  run_streams(run_streams&&) noexcept = default;
+  run_streams& operator=(run_streams&&) noexcept = default;
   run_streams(run_streams const&) = delete;
   run_streams& operator=(run_streams const&) = delete;
-  ~run_streams() { release(); }
 
-  // Called by run() (const plans: the member is mutable). Cheap: a lock and a short scan.
-  void note(cuda_exec exec) const {
-    if (exec.stream == home_) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto s : used_)
-      if (s == exec.stream) return;
-    used_.push_back(exec.stream);
+  // Called by run() (const objects: the record is shared, not a member value).
+  void note(cuda_exec const& exec) const {
+    if (use_) use_->note(exec.stream);
   }
+  // exec, noted, whose allocations are bound to this record.
+  cuda_exec owned(cuda_exec exec) const {
+    note(exec);
+    exec.owner = use_;
+    return exec;
+  }
+  // Binds buffers allocated elsewhere (e.g. handed over by the caller) to this record.
+  template <class... B>
+  void bind(B&... bufs) const {
+    (bufs.bind(use_), ...);
+  }
+  std::shared_ptr<stream_use> const& record() const noexcept { return use_; }
 
  private:
-  // Makes home_ wait for everything enqueued so far on the other streams; no host sync.
-  void release() noexcept {
-    for (auto s : used_) {
-      cudaEvent_t ev = nullptr;
-      if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) {
-        cuda_check_noexcept(cudaGetLastError(), "cudaEventCreateWithFlags (plan release)");
-        continue;
-      }
-      cuda_check_noexcept(cudaEventRecord(ev, s), "cudaEventRecord (plan release)");
-      cuda_check_noexcept(cudaStreamWaitEvent(home_, ev, 0), "cudaStreamWaitEvent (plan release)");
-      cuda_check_noexcept(cudaEventDestroy(ev), "cudaEventDestroy (plan release)");
-    }
-    used_.clear();
-  }
-  cudaStream_t home_ = nullptr;
-  mutable std::mutex mu_;
-  mutable std::vector<cudaStream_t> used_;
+  std::shared_ptr<stream_use> use_;
 };
 
 // The workspace run() uses: the caller's when given (checked to hold `need` bytes), else the

@@ -4,8 +4,8 @@
 // times: Plan::can_implement(shape...) says why a problem cannot run; the constructor checks the
 // same (throwing sdnn::error), then uploads, reorders and sizes its workspace; run() is const,
 // enqueues on exec.stream and never allocates, frees or synchronises (except where documented).
-// A plan's buffers are released on the stream it was made on, after the work of every stream it
-// ran on: those streams must outlive it. In full: docs/foundation.md#the-plan-protocol.
+// Releasing or replacing a plan's buffers waits for the work of every stream it ran on (those
+// streams must outlive it): docs/foundation.md#the-plan-protocol.
 #pragma once
 
 #include <cstddef>
