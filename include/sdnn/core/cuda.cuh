@@ -14,6 +14,7 @@
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/exec.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 
@@ -29,16 +30,19 @@ inline void cuda_check(cudaError_t st, char const* call, char const* file, int l
 }
 inline cudaStream_t stream_of(cuda_exec const& e) { return e.stream; }
 
-// Number of multiprocessors of the current device (cached per device).
+// Number of multiprocessors of the current device (cached per device; safe from any thread:
+// a racing first call stores the same value twice).
 inline int sm_count() {
   int dev = 0;
   cuda_check(cudaGetDevice(&dev), "cudaGetDevice", __FILE__, __LINE__);
-  static int cache[64] = {};
-  if (dev < 64 && cache[dev]) return cache[dev];
+  static std::atomic<int> cache[64] = {};
+  if (dev < 64) {
+    if (int const n = cache[dev].load(std::memory_order_relaxed)) return n;
+  }
   int n = 0;
   cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev),
              "cudaDeviceGetAttribute", __FILE__, __LINE__);
-  if (dev < 64) cache[dev] = n;
+  if (dev < 64) cache[dev].store(n, std::memory_order_relaxed);
   return n;
 }
 
@@ -47,14 +51,16 @@ inline int sm_count() {
 inline arch current_arch() {
   int dev = 0;
   cuda_check(cudaGetDevice(&dev), "cudaGetDevice", __FILE__, __LINE__);
-  static arch cache[64] = {};
-  if (dev < 64 && cache[dev].major) return cache[dev];
+  static std::atomic<int> cache[64] = {};  // 100 * major + minor + 1; 0: not read yet
+  if (dev < 64) {
+    if (int const c = cache[dev].load(std::memory_order_relaxed)) return arch{(c - 1) / 100, (c - 1) % 100};
+  }
   arch a;
   cuda_check(cudaDeviceGetAttribute(&a.major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute",
              __FILE__, __LINE__);
   cuda_check(cudaDeviceGetAttribute(&a.minor, cudaDevAttrComputeCapabilityMinor, dev), "cudaDeviceGetAttribute",
              __FILE__, __LINE__);
-  if (dev < 64) cache[dev] = a;
+  if (dev < 64) cache[dev].store(100 * a.major + a.minor + 1, std::memory_order_relaxed);
   return a;
 }
 
