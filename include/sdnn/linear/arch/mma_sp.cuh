@@ -1,0 +1,100 @@
+// sdnn/linear/arch/mma_sp.cuh - warp-level sparse tensor-core MMA (mma.sp, sm_80+) for 2:4
+// weights: m16n8k32 with bf16 or fp16 operands and float accumulators, the lane layout of its
+// metadata register, and the few cp.async / ldmatrix wrappers the 2:4 kernel needs (private to
+// sp_detail until they merge with linear/kernel/mma.cuh). Inline PTX: CCCL's cuda::ptx has no mma.
+// Fragment layouts follow the PTX ISA ("Matrix fragments for mma.sp ... m16n8k32 .f16/.bf16");
+// the metadata layout is described at sparse24_meta_lane below and built on the host by the plan
+// (linear/op/sparse24_linear.cuh).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "sdnn/core/config.hpp"
+
+namespace sdnn::kernels {
+
+// Metadata register of mma.sp m16n8k32 (16-bit types), per PTX ISA: a 16 x 32 tile of A (16
+// rows, 32 logical K = 8 groups of 4) has 16 x 8 nibbles, each the two positions (bits 0-1 the
+// first kept value's, bits 2-3 the second's; increasing, as ::ordered_metadata requires) of one
+// group. With sparsity selector s (0 or 1), lanes 4g + 2s + h (g = lane / 4 in 0..7, h in 0..1)
+// supply them: bits 4c..4c+3 hold group 4h + c (K 16h + 4c .. +3) of row g, bits 16 + 4c.. the
+// same group of row g + 8; the other two lanes of each quad are ignored.
+//
+// sdnn stores one 32-bit word per lane for a 16 x 64 block (two k32 steps): lane 4g + t holds
+// k32 step t / 2 (used with selector t / 2) and half h = t % 2. These give, for a word of that
+// block, which row and which group of the block (0..15) nibble c of its low (hi = 0) or high
+// (hi = 1) half describes.
+struct sparse24_meta_lane {
+  SDNN_HOST_DEVICE static constexpr int row(int lane, int hi) { return lane / 4 + 8 * hi; }
+  SDNN_HOST_DEVICE static constexpr int group(int lane, int c) { return 8 * ((lane % 4) / 2) + 4 * (lane % 2) + c; }
+};
+
+namespace sp_detail {
+
+#if defined(__CUDACC__)
+__device__ __forceinline__ std::uint32_t smem_addr(void const* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared, asynchronous, L1 bypassed; bytes past src_bytes (0..16) are zero.
+__device__ __forceinline__ void cp_async_16(std::uint32_t dst, void const* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Four 8 x 8 b16 matrices from shared memory: lanes 8i..8i+7 give the row addresses of matrix i,
+// r[i] receives this lane's pair of matrix i (row lane / 4, columns 2 (lane % 4) and + 1).
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+#endif
+
+}  // namespace sp_detail
+
+#if defined(__CUDACC__)
+// D = A * B + D for one m16n8k32 tile, A 2:4-sparse. T: __nv_bfloat16 or __half.
+//   a: the compressed 16 x 16 A fragment (the dense m16n8k16 A layout: a[0] row g, values 2t, 2t+1;
+//      a[1] row g + 8; a[2], a[3] the same at values 8 + 2t, + 1; g = lane / 4, t = lane % 4);
+//   b: the 32 x 8 B fragment (column g; b[i] holds K rows 8i + 2t and + 1);
+//   d: rows g (d[0], d[1]) and g + 8 (d[2], d[3]), columns 2t and 2t + 1;
+//   e: the metadata register (sparse24_meta_lane), Selector 0 or 1.
+template <class T, int Selector>
+__device__ __forceinline__ void mma_sp_16832(float (&d)[4], std::uint32_t const (&a)[4], std::uint32_t const (&b)[4],
+                                             std::uint32_t e) {
+  static_assert(Selector == 0 || Selector == 1, "mma.sp m16n8k32 (16-bit): sparsity selector 0 or 1");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, %13;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e),
+          "n"(Selector));
+  } else {
+    static_assert(std::is_same_v<T, __half>, "mma_sp_16832: __nv_bfloat16 or __half");
+    asm volatile(
+        "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, %13;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e),
+          "n"(Selector));
+  }
+#else
+  (void)d, (void)a, (void)b, (void)e;
+  __trap();  // the plan refuses GPUs below sm_80 before any launch
+#endif
+}
+#endif
+
+}  // namespace sdnn::kernels

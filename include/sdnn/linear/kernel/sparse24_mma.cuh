@@ -1,0 +1,295 @@
+// sdnn/linear/kernel/sparse24_mma.cuh - the 2:4 sparse linear kernel on the tensor cores:
+//
+//   Y[N x M] = epi(X[N x K] * W^T)  as  Y^T = W * X^T with mma.sp m16n8k32 row.col: A = W (kept values
+//                                   + metadata), B = X rows (K contiguous), C = a Y^T tile
+//
+// One body for bf16 and fp16, output T or float; tile, stages and warps from policy::sparse24_tile.
+// A cp.async pipeline feeds swizzled shared memory, ldmatrix the fragments; Y goes out through shared
+// memory. Operand layout: linear/op/sparse24_linear.cuh.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "sdnn/core/config.hpp"
+#include "sdnn/core/epilogue.hpp"
+#include "sdnn/linear/arch/mma_sp.cuh"
+#include "sdnn/linear/policy/sparse24.hpp"
+
+namespace sdnn::kernels {
+
+// The padding the plan applies and the kernel relies on.
+inline constexpr int sparse24_m_align = 128;  // M padded to this: every BM divides it, A loads stay in bounds
+inline constexpr int sparse24_k_align = 128;  // K padded to this: every BK divides it, no partial A tile
+
+// Arguments of one launch (built by the plan). Work units: whole tiles first, then the tiles of the
+// last partial wave split along K; each split writes a float partial, and the last split of a tile to
+// finish (elected by an atomic counter) adds them in split order: deterministic.
+struct sparse24_args {
+  void const* values = nullptr;          // [m_pad x k_pad/2] of T: W's kept values, row-major (row = k_pad bytes)
+  std::uint32_t const* meta = nullptr;   // [m_pad/16][k_pad/64][32] metadata words (sparse24_meta_lane order)
+  void const* x = nullptr;               // [n x x_ld] of T, row-major
+  void* y = nullptr;                     // [n x y_ld] of Out, row-major
+  std::int64_t x_ld = 0, y_ld = 0;       // elements
+  int m = 0, n = 0, k = 0;               // logical extents: W is m x k, X is n x k
+  int k_pad = 0;                         // K rounded up to sparse24_k_align (0 when k == 0)
+  int n_tiles = 0;                       // ceil(n / BN); tile t covers m tile t / n_tiles, n tile t % n_tiles
+  int full_tiles = 0;                    // units [0, full_tiles): tile = unit, all of K
+  int splits = 1;                        // units past full_tiles: tile full_tiles + v / splits, split v % splits
+  int k_tiles_per_split = 0;             // BK steps per split (the last split may have fewer, never 0)
+  float* partial = nullptr;              // [(tiles - full_tiles) * splits][BM * BN] (splits > 1)
+  int* counters = nullptr;               // [tiles - full_tiles]: 0 before the launch, 0 again after it
+  basic_epilogue<float> epi{};           // bias indexed by the output feature m (a device pointer)
+};
+
+namespace sp_detail {
+
+// Physical 16-byte chunk of logical chunk c in a row of a shared tile whose rows have
+// ChunksPerRow chunks: an XOR swizzle under which the 8 rows read by one ldmatrix phase (rows
+// r0..r0+7, r0 a multiple of 8, same logical chunk) fall in 8 different 16-byte bank groups.
+template <int ChunksPerRow>
+__device__ __forceinline__ int swizzle(int row) {
+  static_assert(ChunksPerRow == 4 || ChunksPerRow >= 8, "swizzle: 64-byte rows or multiples of 128 bytes");
+  if constexpr (ChunksPerRow >= 8) return row & 7;
+  else return (row >> 1) & 3;  // 64-byte rows: two rows share a 128-byte bank line
+}
+
+template <class Out>
+__device__ __forceinline__ Out from_float(float v) {
+  if constexpr (std::is_same_v<Out, float>) return v;
+  else if constexpr (std::is_same_v<Out, __nv_bfloat16>) return __float2bfloat16_rn(v);
+  else return __float2half_rn(v);
+}
+
+}  // namespace sp_detail
+
+// Dynamic shared memory of one CTA: the pipeline, reused by the transposed epilogue tile.
+template <class Tile, class Out>
+constexpr int sparse24_smem_bytes() {
+  constexpr int epi = Tile::bn * (Tile::bm + 16 / int(sizeof(Out))) * int(sizeof(Out));
+  return Tile::pipeline_bytes > epi ? Tile::pipeline_bytes : epi;
+}
+
+// One CTA per work unit (blockIdx.x); see sparse24_args for the unit order. XAligned: X rows are
+// 16-byte aligned (x_ld % 8 == 0, x 16-byte aligned), so X is staged with cp.async; otherwise
+// with 2-byte loads (a correctness path for odd K or offset views).
+template <class T, class Out, class Tile, bool XAligned>
+__global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_kernel(sparse24_args p) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "sparse24_mma_kernel: bf16 or fp16");
+  constexpr int BM = Tile::bm, BN = Tile::bn, BK = Tile::bk, STAGES = Tile::stages, THREADS = Tile::threads;
+  constexpr int MI = Tile::mi, NI = Tile::ni, WM = Tile::warps_m;
+  constexpr int A_PITCH = BK, B_PITCH = 2 * BK;              // bytes per shared row: BK/2 values, BK X entries
+  constexpr int A_ROW_CHUNKS = A_PITCH / 16, B_ROW_CHUNKS = B_PITCH / 16;
+  constexpr int KB = BK / 64;                                // 16 x 64 metadata blocks per 16 rows per stage
+  constexpr int A_CHUNKS = BM * A_ROW_CHUNKS, E_CHUNKS = BM / 16 * KB * 8, B_CHUNKS = BN * B_ROW_CHUNKS;
+  constexpr int A_ROUNDS = (A_CHUNKS + THREADS - 1) / THREADS, B_ROUNDS = (B_CHUNKS + THREADS - 1) / THREADS;
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ int is_last_split;
+
+  int const tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  int const wm = warp % WM, wn = warp / WM;
+
+  // The unit: a tile and a range of BK steps.
+  int const unit = static_cast<int>(blockIdx.x);
+  int const k_tiles = p.k_pad / BK;
+  int tile, split = 0, kt_begin = 0, kt_end = k_tiles;
+  bool const is_split = unit >= p.full_tiles;
+  if (is_split) {
+    int const v = unit - p.full_tiles;
+    tile = p.full_tiles + v / p.splits;
+    split = v % p.splits;
+    kt_begin = split * p.k_tiles_per_split;
+    kt_end = min(k_tiles, kt_begin + p.k_tiles_per_split);
+  } else {
+    tile = unit;
+  }
+  int const m0 = (tile / p.n_tiles) * BM, n0 = (tile % p.n_tiles) * BN;
+  int const nk = kt_end - kt_begin;
+
+  auto const* vals = static_cast<unsigned char const*>(p.values) + static_cast<std::int64_t>(m0) * p.k_pad;
+  std::uint32_t const* meta = p.meta + static_cast<std::int64_t>(m0 / 16) * (p.k_pad / 64) * 32;
+  auto const* xs = static_cast<T const*>(p.x);
+
+  // Stage s: [A: BM rows x A_PITCH][E: BM/16 x KB blocks x 128 bytes][B: BN rows x B_PITCH].
+  auto stage_a = [&](int s) { return smem + s * Tile::stage_bytes; };
+  auto stage_e = [&](int s) { return smem + s * Tile::stage_bytes + Tile::a_stage_bytes; };
+  auto stage_b = [&](int s) { return smem + s * Tile::stage_bytes + Tile::a_stage_bytes + Tile::e_stage_bytes; };
+
+  auto load_stage = [&](int s, int kt) {
+    std::uint32_t const sa = sp_detail::smem_addr(stage_a(s));
+#pragma unroll
+    for (int i = 0; i < A_ROUNDS; ++i) {
+      int const c = tid + i * THREADS, r = c / A_ROW_CHUNKS, j = c % A_ROW_CHUNKS;
+      if (A_CHUNKS % THREADS != 0 && c >= A_CHUNKS) break;
+      // Rows m0 + r < m_pad and bytes kt * BK + 16 j + 16 <= k_pad: in bounds by the padding.
+      sp_detail::cp_async_16(sa + r * A_PITCH + ((j ^ sp_detail::swizzle<A_ROW_CHUNKS>(r)) << 4),
+                             vals + static_cast<std::int64_t>(r) * p.k_pad + kt * BK + j * 16, 16);
+    }
+    std::uint32_t const se = sp_detail::smem_addr(stage_e(s));
+    for (int c = tid; c < E_CHUNKS; c += THREADS) {
+      int const blk = c >> 3, q = c & 7, mb = blk / KB, kb = blk % KB;
+      sp_detail::cp_async_16(se + (c << 4),
+                             meta + (static_cast<std::int64_t>(mb) * (p.k_pad / 64) + kt * KB + kb) * 32 + q * 4, 16);
+    }
+    unsigned char* const sb = stage_b(s);
+#pragma unroll
+    for (int i = 0; i < B_ROUNDS; ++i) {
+      int const c = tid + i * THREADS, r = c / B_ROW_CHUNKS, j = c % B_ROW_CHUNKS;
+      if (B_CHUNKS % THREADS != 0 && c >= B_CHUNKS) break;
+      int const row = n0 + r, kk = kt * BK + j * 8;
+      int const dst = r * B_PITCH + ((j ^ sp_detail::swizzle<B_ROW_CHUNKS>(r)) << 4);
+      if constexpr (XAligned) {
+        int const bytes = row < p.n ? max(0, min(16, 2 * (p.k - kk))) : 0;
+        T const* src = bytes > 0 ? xs + static_cast<std::int64_t>(row) * p.x_ld + kk : xs;
+        sp_detail::cp_async_16(sp_detail::smem_addr(sb) + dst, src, bytes);
+      } else {
+        auto const* xr = reinterpret_cast<unsigned short const*>(xs) + static_cast<std::int64_t>(row) * p.x_ld;
+        std::uint32_t w[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          std::uint32_t const lo = (row < p.n && kk + 2 * e < p.k) ? __ldg(xr + kk + 2 * e) : 0u;
+          std::uint32_t const hi = (row < p.n && kk + 2 * e + 1 < p.k) ? __ldg(xr + kk + 2 * e + 1) : 0u;
+          w[e] = lo | (hi << 16);
+        }
+        *reinterpret_cast<uint4*>(sb + dst) = make_uint4(w[0], w[1], w[2], w[3]);
+      }
+    }
+  };
+
+  float acc[MI][NI][4];
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+
+  // Per-lane parts of the ldmatrix addresses. A (m16 x 16 kept values = 2 chunks per row):
+  // matrices (rows 0-7, chunk 0), (rows 8-15, chunk 0), (rows 0-7, chunk 1), (rows 8-15, chunk 1)
+  // give a[0..3]. B (8 X rows x 32 K = 4 chunks per row): matrix i is chunk i, giving b[i].
+  // Tile row bases are multiples of 8, so the swizzle depends on the lane only.
+  int const a_row = (lane & 7) + ((lane >> 3) & 1) * 8, a_chunk = lane >> 4;
+  int const a_swz = sp_detail::swizzle<A_ROW_CHUNKS>(a_row);
+  int const b_row = lane & 7, b_chunk = lane >> 3, b_swz = sp_detail::swizzle<B_ROW_CHUNKS>(b_row);
+  int const warp_m0 = wm * Tile::warp_m, warp_n0 = wn * Tile::warp_n;
+
+  auto compute_stage = [&](int s) {
+    std::uint32_t const sa = sp_detail::smem_addr(stage_a(s)), sb = sp_detail::smem_addr(stage_b(s));
+    auto const* se = reinterpret_cast<std::uint32_t const*>(stage_e(s));
+    std::uint32_t e[MI];
+#pragma unroll
+    for (int ks = 0; ks < BK / 32; ++ks) {
+      std::uint32_t a[MI][4], b[NI][4];
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+        int const r = warp_m0 + i * 16 + a_row;
+        sp_detail::ldmatrix_x4(a[i], sa + r * A_PITCH + (((2 * ks + a_chunk) ^ a_swz) << 4));
+        // One metadata word per lane covers two k32 steps (selector = ks % 2).
+        if (ks % 2 == 0) e[i] = se[(((warp_m0 >> 4) + i) * KB + ks / 2) * 32 + lane];
+      }
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        int const r = warp_n0 + j * 8 + b_row;
+        sp_detail::ldmatrix_x4(b[j], sb + r * B_PITCH + (((4 * ks + b_chunk) ^ b_swz) << 4));
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+          if (ks % 2 == 0) mma_sp_16832<T, 0>(acc[i][j], a[i], b[j], e[i]);
+          else mma_sp_16832<T, 1>(acc[i][j], a[i], b[j], e[i]);
+        }
+    }
+  };
+
+  // Pipeline. Invariant at the top of iteration i: STAGES - 1 + i groups committed by every
+  // thread (empty ones included), so wait<STAGES - 2> leaves stage i complete for this thread and
+  // the barrier makes it complete for all; the barrier also retires every read of stage
+  // (i - 1) % STAGES, which iteration i refills.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < nk) load_stage(s, kt_begin + s);
+    sp_detail::cp_async_commit();
+  }
+  for (int i = 0; i < nk; ++i) {
+    sp_detail::cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    int const next = i + STAGES - 1;
+    if (next < nk) load_stage(next % STAGES, kt_begin + next);
+    sp_detail::cp_async_commit();
+    compute_stage(i % STAGES);
+  }
+  sp_detail::cp_async_wait<0>();
+  __syncthreads();  // shared memory is free for the epilogue tile
+
+  if (is_split && p.splits > 1) {
+    // Partial of this split, in fragment order: every CTA of the tile writes and reads the same
+    // positions with the same thread, so the sum below needs no shared memory.
+    int const slot0 = (tile - p.full_tiles) * p.splits;
+    auto* mine = reinterpret_cast<float4*>(p.partial + static_cast<std::int64_t>(slot0 + split) * BM * BN);
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+        __stcg(mine + (i * NI + j) * THREADS + tid, make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]));
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) is_last_split = atomicAdd(p.counters + (tile - p.full_tiles), 1) == p.splits - 1;
+    __syncthreads();
+    if (!is_last_split) return;
+    __threadfence();
+    // Sum in split order 0, 1, ..., whichever CTA finished last: the same bits on every run.
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int q = 0; q < p.splits; ++q) {
+          float4 const v = __ldcg(reinterpret_cast<float4 const*>(p.partial + static_cast<std::int64_t>(slot0 + q) * BM * BN) +
+                                  (i * NI + j) * THREADS + tid);
+          s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+        }
+        acc[i][j][0] = s.x, acc[i][j][1] = s.y, acc[i][j][2] = s.z, acc[i][j][3] = s.w;
+      }
+    if (tid == 0) p.counters[tile - p.full_tiles] = 0;  // ready for the next launch (stream order)
+  }
+
+  // Epilogue: epi in float, rounded once to Out, written transposed (Y rows = n) into shared
+  // memory, then stored as 16-byte row segments. Accumulator (i, j, c) is W row (m)
+  // warp_m0 + 16 i + lane / 4 + 8 (c / 2) and X row (n) warp_n0 + 8 j + 2 (lane % 4) + c % 2.
+  constexpr int Y_PITCH = BM + 16 / int(sizeof(Out));  // elements; rows stay 16-byte aligned
+  Out* const sy = reinterpret_cast<Out*>(smem);
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        int const ml = warp_m0 + i * 16 + (lane >> 2) + 8 * (c >> 1);
+        int const nl = warp_n0 + j * 8 + 2 * (lane & 3) + (c & 1);
+        int const gm = m0 + ml;
+        sy[nl * Y_PITCH + ml] = sp_detail::from_float<Out>(gm < p.m ? p.epi(acc[i][j][c], gm) : 0.0f);
+      }
+  __syncthreads();
+  constexpr int VEC = 16 / int(sizeof(Out)), ROW_CHUNKS = BM / VEC;
+  bool const vec_ok = p.y_ld % VEC == 0 && (reinterpret_cast<std::uintptr_t>(p.y) & 15) == 0;
+  Out* const ys = static_cast<Out*>(p.y);
+  for (int c = tid; c < BN * ROW_CHUNKS; c += THREADS) {
+    int const nl = c / ROW_CHUNKS, q = c % ROW_CHUNKS, gn = n0 + nl, gm = m0 + q * VEC;
+    if (gn >= p.n || gm >= p.m) continue;
+    Out* const dst = ys + static_cast<std::int64_t>(gn) * p.y_ld + gm;
+    Out const* const src = sy + nl * Y_PITCH + q * VEC;
+    if (vec_ok && gm + VEC <= p.m) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<uint4 const*>(src);
+    } else {
+      for (int e = 0; e < VEC && gm + e < p.m; ++e) dst[e] = src[e];
+    }
+  }
+}
+
+}  // namespace sdnn::kernels

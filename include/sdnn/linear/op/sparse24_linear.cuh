@@ -1,0 +1,371 @@
+// sdnn/linear/op/sparse24_linear.cuh - the device plan of the 2:4 sparse linear layer on mma.sp
+// (sm_80+), following core/plan.hpp:
+//
+//   ops::sparse24_linear_plan<T, Out, Policy> p(w, exec, opt);   W padded, metadata put in mma.sp
+//                                                                order, one upload on exec.stream
+//   p.run(exec, x, y, epi, ws = {})                             Y[N x M] = epi(X[N x K] W^T), any N
+//
+// Refused before any launch (sdnn::error): W not 2:4, a GPU below sm_80 or without these kernels.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "sdnn/core/arch.hpp"
+#include "sdnn/core/cuda.cuh"
+#include "sdnn/core/memory.cuh"
+#include "sdnn/core/numeric.cuh"
+#include "sdnn/core/plan.cuh"
+#include "sdnn/formats/sparse24.hpp"
+#include "sdnn/linear/kernel/sparse24_mma.cuh"
+#include "sdnn/linear/op/sparse24_linear.hpp"
+#include "sdnn/linear/policy/sparse24.hpp"
+
+namespace sdnn::ops {
+
+namespace detail {
+template <class... Tiles>
+struct sparse24_tile_list {
+  static constexpr int size = sizeof...(Tiles);
+};
+template <class P>
+struct sparse24_tiles_of {
+  using type = sparse24_tile_list<P>;
+};
+template <>
+struct sparse24_tiles_of<policy::sparse24_auto> {  // indexed by policy::sparse24_choice
+  using type = sparse24_tile_list<policy::sparse24_tile_n8, policy::sparse24_tile_n32, policy::sparse24_tile_n64,
+                                  policy::sparse24_tile_n128>;
+};
+template <int I, class L>
+struct sparse24_tile_at;
+template <int I, class First, class... Rest>
+struct sparse24_tile_at<I, sparse24_tile_list<First, Rest...>> {
+  using type = typename sparse24_tile_at<I - 1, sparse24_tile_list<Rest...>>::type;
+};
+template <class First, class... Rest>
+struct sparse24_tile_at<0, sparse24_tile_list<First, Rest...>> {
+  using type = First;
+};
+template <class Tile>
+struct tile_tag {
+  using type = Tile;
+};
+
+// How a run covers the output: whole tiles first, then the tiles of the last partial wave split
+// along K (kernels::sparse24_args). Invariant: (tiles - full_tiles) * splits <= slots, which
+// bounds the workspace by slots x BM x BN floats whatever N is.
+struct sparse24_schedule {
+  int tiles = 0, full_tiles = 0, splits = 1, k_tiles_per_split = 0, units = 0, n_tiles = 0;
+};
+inline sparse24_schedule sparse24_make_schedule(std::int64_t m, std::int64_t n, int k_pad, int bm, int bn, int bk,
+                                                int slots) {
+  constexpr int min_steps = 4;   // BK steps per split: below this the pipeline never fills
+  constexpr int max_splits = 16;
+  sparse24_schedule s;
+  s.n_tiles = static_cast<int>((n + bn - 1) / bn);
+  s.tiles = static_cast<int>((m + bm - 1) / bm) * s.n_tiles;
+  int const k_tiles = k_pad / bk, rem = s.tiles % slots;
+  int splits = rem == 0 ? 1 : std::min({slots / rem, k_tiles / min_steps, max_splits});
+  if (splits > 1) {
+    int const per = (k_tiles + splits - 1) / splits;
+    splits = (k_tiles + per - 1) / per;  // no empty split
+    s.k_tiles_per_split = per;
+  }
+  if (splits <= 1) {
+    s.full_tiles = s.units = s.tiles;
+    s.k_tiles_per_split = k_tiles;
+    return s;
+  }
+  s.splits = splits;
+  s.full_tiles = s.tiles - rem;
+  s.units = s.full_tiles + rem * splits;
+  return s;
+}
+}  // namespace detail
+
+// run() is const, enqueues on exec.stream, never allocates, frees or synchronises. The workspace holds
+// the float partials of K splits and one counter per split tile; counters are zero between runs (the
+// plan's own workspace is zeroed once at construction and every run leaves it zero; a caller's
+// workspace is zeroed by a cudaMemsetAsync in each run that splits K). X and Y may have any leading
+// dimension and alignment: X rows not 16-byte aligned are staged with 2-byte loads (slower), and Y is
+// then stored element by element.
+template <class T, class Out, class Policy>
+class sparse24_linear_plan {
+  static_assert(is_16bit_float_v<T>,
+                "sparse24_linear_plan: T must be sdnn::bf16 or sdnn::fp16, the value types the mma.sp kernels are "
+                "compiled for");
+  static_assert(std::is_same_v<Out, T> || std::is_same_v<Out, float>, "sparse24_linear_plan: Out must be T or float");
+  static_assert(std::is_same_v<Policy, policy::sparse24_auto> || policy::is_sparse24_tile_v<Policy>,
+                "sparse24_linear_plan: Policy must be policy::sparse24_auto or a policy::sparse24_tile<...>");
+
+  using NT = native_t<T>;
+  using NOut = native_t<Out>;
+  using tiles_t = typename detail::sparse24_tiles_of<Policy>::type;
+  static constexpr int n_tiles_kinds = tiles_t::size;
+  // The unaligned-X path runs the first (smallest) tile of the list.
+  using fallback_tile = typename detail::sparse24_tile_at<0, tiles_t>::type;
+
+ public:
+  using value_type = T;
+  using output_type = Out;
+  using policy_type = Policy;
+
+  // Whether a plan can be made for W (m x k) on the current GPU (queries the device).
+  static plan_status can_implement(std::int64_t m, std::int64_t k) {
+    if (auto st = sparse24_linear_can_implement(m, k); !st) return st;
+    arch const a = ::sdnn::detail::current_arch();
+    if (a < arch{8, 0})
+      return plan_status::failure(::sdnn::detail::concat("sparse24_linear: the current GPU is sm_", a.sm(),
+                                                         "; mma.sp (2:4 sparse tensor cores) needs sm_80 or newer"));
+    return {};
+  }
+  // The same, and W's layout (sparse24_matrix::validate: the first bad row and group).
+  static plan_status can_implement(sparse24_matrix<T> const& w) {
+    try {
+      w.validate();
+    } catch (error const& e) {
+      return plan_status::failure(e.what());
+    }
+    return can_implement(w.rows(), w.cols());
+  }
+
+  // W: M x K on the host, 2:4 (validated). Pads it, reorders its metadata for mma.sp and uploads
+  // both once on exec.stream; returns once the host data has been read (pageable copies are
+  // staged). Also sets the kernels' shared-memory limits and reads their occupancy.
+  sparse24_linear_plan(sparse24_matrix<T> const& w, cuda_exec exec, plan_options opt = {})
+      : m_(checked(w).rows()), k_(w.cols()), own_workspace_(opt.own_workspace), runs_(exec) {
+    build(w, exec);
+  }
+  // W: M x K dense on the host, which must already be 2:4 (sparse24_from_dense refuses otherwise,
+  // naming the first offending row and group, before anything reaches the device).
+  sparse24_linear_plan(dense_view<T const> w_dense, cuda_exec exec, plan_options opt = {})
+      : sparse24_linear_plan(sparse24_from_dense(w_dense), exec, opt) {}
+
+  sparse24_linear_plan(sparse24_linear_plan&&) noexcept = default;
+  sparse24_linear_plan& operator=(sparse24_linear_plan&&) noexcept = default;
+
+  std::int64_t out_features() const noexcept { return m_; }
+  std::int64_t in_features() const noexcept { return k_; }
+  // Scratch of run(): K-split partials and counters, bounded independently of N.
+  std::size_t workspace_bytes() const noexcept { return ws_bytes_; }
+
+  // Y[N x M] = epi(X[N x K] W^T); x and y device views (any leading dimension >= their columns);
+  // epi.bias, when set, is a device pointer to M floats.
+  void run(cuda_exec exec, dense_view<T const> x, dense_view<Out> y, basic_epilogue<float> const& epi,
+           workspace ws = {}) const {
+    SDNN_EXPECTS_DIMS(x.cols == k_ && y.cols == m_ && y.rows == x.rows, "sparse24_linear_plan: X is ", x.rows, " x ",
+                      x.cols, ", W is ", m_, " x ", k_, ", Y is ", y.rows, " x ", y.cols, " (need X N x ", k_,
+                      ", Y N x ", m_, ")");
+    SDNN_EXPECTS(x.rows <= std::numeric_limits<std::int32_t>::max() - 256, "sparse24_linear_plan: ", x.rows,
+                 " rows of X exceed the kernel's int indexing");
+    SDNN_EXPECTS(x.rows <= 1 || (x.ld >= x.cols && y.ld >= y.cols), "sparse24_linear_plan: leading dimensions ", x.ld,
+                 " (X) and ", y.ld, " (Y) must be >= the column counts ", x.cols, " and ", y.cols);
+    SDNN_EXPECTS(x.rows == 0 || m_ == 0 || ((x.data != nullptr || k_ == 0) && y.data != nullptr),
+                 "sparse24_linear_plan: null X or Y data");
+    runs_.note(exec);
+    if (x.rows == 0 || m_ == 0) return;
+    std::int64_t const x_ld = x.rows > 1 ? x.ld : x.cols;  // one row: its leading dimension is unused
+    bool const aligned = x_ld % 8 == 0 && (reinterpret_cast<std::uintptr_t>(x.data) & 15) == 0;
+    if (!aligned) return launch(detail::tile_tag<fallback_tile>{}, std::false_type{}, 0, exec, x, y, epi, ws);
+    if constexpr (std::is_same_v<Policy, policy::sparse24_auto>) {
+      switch (policy::sparse24_pick(arch_, x.rows)) {
+        case policy::sparse24_choice::n8: return launch_at<0>(exec, x, y, epi, ws);
+        case policy::sparse24_choice::n32: return launch_at<1>(exec, x, y, epi, ws);
+        case policy::sparse24_choice::n64: return launch_at<2>(exec, x, y, epi, ws);
+        default: return launch_at<3>(exec, x, y, epi, ws);
+      }
+    } else {
+      launch_at<0>(exec, x, y, epi, ws);
+    }
+  }
+
+  // What the plan holds and which tiles it may run.
+  std::string describe() const {
+    std::string s = ::sdnn::detail::concat("sparse24_linear_plan<", value_type_name<T>(), " -> ",
+                                           value_type_name<Out>(), ">: W ", m_, " x ", k_, " 2:4 (padded to ", m_pad_,
+                                           " x ", k_pad_, "), ", values_.size() * sizeof(T) + meta_.size() * 4,
+                                           " bytes on the device (values + metadata); sm_", arch_.sm(), ", ", sms_,
+                                           " SMs; tiles:");
+    describe_tiles(s, std::make_index_sequence<n_tiles_kinds>{});
+    return s + ::sdnn::detail::concat("; workspace ", ws_bytes_, " bytes");
+  }
+  // The tile and schedule a run of n rows uses (aligned X).
+  std::string describe_run(std::int64_t n) const {
+    int i = 0;
+    if constexpr (std::is_same_v<Policy, policy::sparse24_auto>) i = static_cast<int>(policy::sparse24_pick(arch_, n));
+    std::string s;
+    with_tile(i, [&](auto tag) {
+      using Tile = typename decltype(tag)::type;
+      auto const sc = detail::sparse24_make_schedule(m_, n, k_pad_, Tile::bm, Tile::bn, Tile::bk, slots_[i]);
+      s = ::sdnn::detail::concat(tile_name<Tile>(), " tiles ", sc.tiles, " splits ", sc.splits, " ctas ", sc.units,
+                                 " (", slots_[i] / sms_, "/SM)");
+    });
+    return s;
+  }
+
+ private:
+  static sparse24_matrix<T> const& checked(sparse24_matrix<T> const& w) {
+    w.validate();  // names the first bad row and group
+    return ::sdnn::detail::implementable(can_implement(w.rows(), w.cols()), w);
+  }
+
+  template <class Tile>
+  static std::string tile_name() {
+    return ::sdnn::detail::concat(Tile::bm, "x", Tile::bn, "x", Tile::bk, " w", Tile::warps_m, "x", Tile::warps_n, " s",
+                                  Tile::stages);
+  }
+  template <std::size_t... I>
+  void describe_tiles(std::string& s, std::index_sequence<I...>) const {
+    ((s += ::sdnn::detail::concat(" [", tile_name<typename detail::sparse24_tile_at<int(I), tiles_t>::type>(), ", ",
+                                  slots_[I] / sms_, " CTAs/SM]")),
+     ...);
+  }
+  template <class F>
+  void with_tile(int i, F&& f) const {
+    with_tile_impl(i, f, std::make_index_sequence<n_tiles_kinds>{});
+  }
+  template <class F, std::size_t... I>
+  void with_tile_impl(int i, F& f, std::index_sequence<I...>) const {
+    ((i == int(I) ? (f(detail::tile_tag<typename detail::sparse24_tile_at<int(I), tiles_t>::type>{}), 0) : 0), ...);
+  }
+
+  template <class Tile, bool Aligned>
+  static auto kernel() {
+    return &kernels::sparse24_mma_kernel<NT, NOut, Tile, Aligned>;
+  }
+  // Raises the kernel's dynamic shared memory limit; returns its resident CTAs per SM.
+  template <class Tile, bool Aligned>
+  static int prepare() {
+    constexpr int smem = kernels::sparse24_smem_bytes<Tile, NOut>();
+    auto const fn = kernel<Tile, Aligned>();
+    SDNN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int occ = 0;
+    SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, Tile::threads, smem));
+    SDNN_EXPECTS(occ > 0, "sparse24_linear_plan: tile ", tile_name<Tile>(), " (", smem,
+                 " bytes of shared memory) does not fit an SM of this GPU");
+    return occ;
+  }
+  template <std::size_t... I>
+  void prepare_all(std::index_sequence<I...>) {
+    ((slots_[I] = sms_ * prepare<typename detail::sparse24_tile_at<int(I), tiles_t>::type, true>()), ...);
+    fallback_slots_ = sms_ * prepare<fallback_tile, false>();
+  }
+  template <class Tile>
+  static std::size_t workspace_for(int slots) {
+    using sdnn::detail::workspace_carver;
+    return workspace_carver::bytes_of<int>(static_cast<std::size_t>(slots)) +
+           workspace_carver::bytes_of<float>(static_cast<std::size_t>(slots) * Tile::bm * Tile::bn);
+  }
+  template <std::size_t... I>
+  std::size_t workspace_all(std::index_sequence<I...>) const {
+    std::size_t b = workspace_for<fallback_tile>(fallback_slots_);
+    ((b = std::max(b, workspace_for<typename detail::sparse24_tile_at<int(I), tiles_t>::type>(slots_[I]))), ...);
+    return b;
+  }
+
+  void build(sparse24_matrix<T> const& w, cuda_exec exec) {
+    m_pad_ = (m_ + kernels::sparse24_m_align - 1) / kernels::sparse24_m_align * kernels::sparse24_m_align;
+    k_pad_ = (k_ + kernels::sparse24_k_align - 1) / kernels::sparse24_k_align * kernels::sparse24_k_align;
+    auto const kept = static_cast<std::size_t>(k_pad_ / 2);
+    // Values: [m_pad x k_pad/2], row r's kept values first, zeros after (padding groups and rows).
+    host_buffer<T> vals(static_cast<std::size_t>(m_pad_) * kept);  // value-initialised: zero bits
+    for (std::int64_t r = 0; r < m_; ++r)
+      std::copy(w.values().data() + r * w.kept_per_row(), w.values().data() + (r + 1) * w.kept_per_row(),
+                vals.data() + static_cast<std::size_t>(r) * kept);
+    // Metadata: [m_pad/16][k_pad/64][32 lanes] words in the mma.sp register layout
+    // (kernels::sparse24_meta_lane); padding groups keep positions (0, 1) with zero values.
+    std::int64_t const kb64 = k_pad_ / 64, groups = w.groups_per_row();
+    host_buffer<std::uint32_t> words(static_cast<std::size_t>(m_pad_ / 16 * kb64 * 32));
+    auto nib = [&](std::int64_t r, std::int64_t g) -> std::uint32_t {
+      return r < m_ && g < groups ? w.nibble(r, g) : ::sdnn::detail::sparse24_nibble(0, 1);
+    };
+    for (std::int64_t mb = 0; mb < m_pad_ / 16; ++mb)
+      for (std::int64_t kb = 0; kb < kb64; ++kb)
+        for (int lane = 0; lane < 32; ++lane) {
+          std::uint32_t v = 0;
+          for (int c = 0; c < 4; ++c) {
+            std::int64_t const g = kb * 16 + kernels::sparse24_meta_lane::group(lane, c);
+            v |= nib(mb * 16 + kernels::sparse24_meta_lane::row(lane, 0), g) << (4 * c);
+            v |= nib(mb * 16 + kernels::sparse24_meta_lane::row(lane, 1), g) << (16 + 4 * c);
+          }
+          words[static_cast<std::size_t>((mb * kb64 + kb) * 32 + lane)] = v;
+        }
+    values_ = to_device(vals.data(), vals.size(), exec);
+    meta_ = to_device(words.data(), words.size(), exec);
+
+    arch_ = ::sdnn::detail::current_arch();
+    sms_ = ::sdnn::detail::sm_count();
+    prepare_all(std::make_index_sequence<n_tiles_kinds>{});
+    ws_bytes_ = workspace_all(std::make_index_sequence<n_tiles_kinds>{});
+    if (own_workspace_) {
+      own_ = buffer<unsigned char, device_space>(ws_bytes_, exec);
+      SDNN_CUDA_CHECK(cudaMemsetAsync(own_.data(), 0, ws_bytes_, exec.stream));  // the split counters
+    }
+  }
+
+  template <int I>
+  void launch_at(cuda_exec exec, dense_view<T const> x, dense_view<Out> y, basic_epilogue<float> const& epi,
+                 workspace ws) const {
+    launch(detail::tile_tag<typename detail::sparse24_tile_at<I, tiles_t>::type>{}, std::true_type{}, I, exec, x, y,
+           epi, ws);
+  }
+  template <class Tile, class Aligned>
+  void launch(detail::tile_tag<Tile>, Aligned, int index, cuda_exec exec, dense_view<T const> x, dense_view<Out> y,
+              basic_epilogue<float> const& epi, workspace ws) const {
+    int const slots = Aligned::value ? slots_[index] : fallback_slots_;
+    auto const sc = detail::sparse24_make_schedule(m_, x.rows, k_pad_, Tile::bm, Tile::bn, Tile::bk, slots);
+    kernels::sparse24_args a;
+    a.values = values_.data();
+    a.meta = meta_.data();
+    a.x = x.data;
+    a.y = y.data;
+    a.x_ld = x.rows > 1 ? x.ld : x.cols;
+    a.y_ld = y.rows > 1 ? y.ld : y.cols;
+    a.m = static_cast<int>(m_);
+    a.n = static_cast<int>(x.rows);
+    a.k = static_cast<int>(k_);
+    a.k_pad = k_pad_;
+    a.n_tiles = sc.n_tiles;
+    a.full_tiles = sc.full_tiles;
+    a.splits = sc.splits;
+    a.k_tiles_per_split = sc.k_tiles_per_split;
+    a.epi = epi;
+    if (sc.splits > 1) {
+      workspace const w = ::sdnn::detail::plan_workspace(ws, own_, ws_bytes_, "sparse24_linear_plan");
+      ::sdnn::detail::workspace_carver cv(w);
+      auto const slots_used = static_cast<std::size_t>(sc.tiles - sc.full_tiles);
+      a.counters = cv.take<int>(static_cast<std::size_t>(slots));
+      a.partial = cv.take<float>(static_cast<std::size_t>(slots) * Tile::bm * Tile::bn);
+      SDNN_EXPECTS(a.counters && a.partial, "sparse24_linear_plan: workspace of ", w.bytes, " bytes, need ",
+                   ws_bytes_);
+      if (ws.data != nullptr)  // a caller's workspace: its counters start at zero only if we say so
+        SDNN_CUDA_CHECK(cudaMemsetAsync(a.counters, 0, slots_used * sizeof(int), exec.stream));
+    }
+    constexpr int smem = kernels::sparse24_smem_bytes<Tile, NOut>();
+    kernel<Tile, Aligned::value>()<<<sc.units, Tile::threads, smem, exec.stream>>>(a);
+    SDNN_CUDA_CHECK_LAUNCH();
+  }
+
+  std::int64_t m_ = 0, k_ = 0;
+  int m_pad_ = 0, k_pad_ = 0;
+  arch arch_{};
+  int sms_ = 1;
+  std::array<int, n_tiles_kinds> slots_{};  // resident CTAs of each tile on the whole GPU
+  int fallback_slots_ = 1;
+  bool own_workspace_ = true;
+  std::size_t ws_bytes_ = 0;
+  buffer<T, device_space> values_;            // [m_pad x k_pad/2]
+  buffer<std::uint32_t, device_space> meta_;  // [m_pad/16][k_pad/64][32]
+  buffer<unsigned char, device_space> own_;   // the plan's own workspace (plan_options::own_workspace)
+  ::sdnn::detail::run_streams runs_;          // last: released first (see core/plan.cuh)
+};
+
+}  // namespace sdnn::ops
