@@ -4,8 +4,8 @@
 The tree is capability first, layer second (docs/architecture.md draws it):
 
   foundation   core/ formats/ io/ layers/       generic: name nothing of one application
-  capabilities linear/ conv/ train/ challenge/  each with its layers inside (kernel/, reference/,
-                                                policy/, vendor/, op/) and, at its root, its
+  capabilities linear/ conv/ train/ challenge/  each with its layers inside (arch/, kernel/,
+                                                reference/, policy/, vendor/, op/) and, at its root, its
                                                 vocabulary (shapes, weight formats) and layers
   on top       pipeline/ dist/
   umbrella     sdnn.hpp
@@ -15,7 +15,8 @@ Rules (each violation is one line `file:line: #include "..." -- rule`):
   * inside a folder, the layer sub-folders include only downwards (SUBLAYER_RANK; the root of a
     folder is its vocabulary and public entry, which any sub-folder of it may use);
   * no include cycle between headers;
-  * __global__ functions live in a kernel/ folder, and every file of a kernel/ folder has one;
+  * __global__ functions live in a kernel/ folder, and every file of a kernel/ folder has one
+    (arch/ holds the __device__ wrappers of instructions, e.g. mma, that kernels share);
   * every header is reachable from the umbrella sdnn.hpp, every .hpp outside its __CUDACC__ block.
 
 Usage: check_layering.py [INCLUDE_DIR]   (default: include/ next to this script's parent)
@@ -44,7 +45,7 @@ MODULE_EDGES = {
 }
 # Layer sub-folders inside a folder, lowest first: a header may include its own sub-folder, a
 # lower one, or the folder's root ("") files; the root may include every sub-folder.
-SUBLAYER_RANK = {"kernel": 0, "reference": 0, "policy": 1, "vendor": 2, "op": 3}
+SUBLAYER_RANK = {"arch": 0, "kernel": 1, "reference": 1, "policy": 2, "vendor": 3, "op": 4}
 GENERIC = ("core", "formats", "io", "layers", "pipeline", "dist")
 UMBRELLA = ""  # headers directly in include/sdnn/
 HEADER_EXT = (".hpp", ".cuh", ".h", ".inl")

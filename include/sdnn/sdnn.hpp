@@ -26,6 +26,7 @@
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/formats/ell.hpp"
 #include "sdnn/formats/quantized.hpp"
+#include "sdnn/formats/sparse24.hpp"
 #include "sdnn/formats/stats.hpp"
 #include "sdnn/formats/tiled_dense.hpp"
 
@@ -40,14 +41,17 @@
 #include "sdnn/linear/op/dense_sparse.hpp"
 #include "sdnn/linear/op/gemm.hpp"
 #include "sdnn/linear/op/quantized_spmm.hpp"
+#include "sdnn/linear/op/sparse24_linear.hpp"
 #include "sdnn/linear/op/spmm.hpp"
 #include "sdnn/linear/policy/automatic.hpp"
 #include "sdnn/linear/policy/cusparse_alg.hpp"
 #include "sdnn/linear/policy/dense_sparse.hpp"
 #include "sdnn/linear/policy/gemm.hpp"
+#include "sdnn/linear/policy/sparse24.hpp"
 #include "sdnn/linear/policy/spmm.hpp"
 #include "sdnn/linear/policy/tuning.hpp"
 #include "sdnn/linear/reference/gemm.hpp"
+#include "sdnn/linear/reference/sparse24.hpp"
 #include "sdnn/linear/reference/spmm.hpp"
 
 #include "sdnn/conv/pruned_weights.hpp"
@@ -60,6 +64,7 @@
 #include "sdnn/conv/reference/quantized.hpp"
 
 #include "sdnn/train/op/backward.hpp"
+#include "sdnn/train/op/prune_sparse24.hpp"
 #include "sdnn/train/op/prune_uniform.hpp"
 #include "sdnn/train/reference/backward.hpp"
 
@@ -103,10 +108,12 @@
 #include "sdnn/linear/op/quantized_spmm.cuh"
 #include "sdnn/linear/op/row_skip.cuh"
 #include "sdnn/linear/op/rows.cuh"
+#include "sdnn/linear/op/sparse24_linear.cuh"
 #include "sdnn/linear/op/spmm.cuh"
 #include "sdnn/linear/vendor/cublas.cuh"
 #include "sdnn/linear/vendor/cusparse.cuh"
 #include "sdnn/linear/vendor/cusparse_blocked_ell.cuh"
+#include "sdnn/linear/vendor/cusparselt.cuh"
 
 #include "sdnn/conv/cudnn_conv.cuh"
 #include "sdnn/conv/sparse_conv.cuh"
