@@ -142,7 +142,7 @@ class sparse24_linear_plan {
   // staged). Also sets the kernels' shared-memory limits and reads their occupancy.
   sparse24_linear_plan(sparse24_matrix<T> const& w, cuda_exec exec, plan_options opt = {})
       : m_(checked(w).rows()), k_(w.cols()), own_workspace_(opt.own_workspace), runs_(exec) {
-    build(w, exec);
+    build(w, runs_.owned(exec));  // every buffer bound to the plan's stream record (core/plan.cuh)
   }
   // W: M x K dense on the host, which must already be 2:4 (sparse24_from_dense refuses otherwise,
   // naming the first offending row and group, before anything reaches the device).
@@ -365,7 +365,7 @@ class sparse24_linear_plan {
   buffer<T, device_space> values_;            // [m_pad x k_pad/2]
   buffer<std::uint32_t, device_space> meta_;  // [m_pad/16][k_pad/64][32]
   buffer<unsigned char, device_space> own_;   // the plan's own workspace (plan_options::own_workspace)
-  ::sdnn::detail::run_streams runs_;          // last: released first (see core/plan.cuh)
+  ::sdnn::detail::run_streams runs_;          // the streams its buffers wait for when released
 };
 
 }  // namespace sdnn::ops
