@@ -18,7 +18,6 @@
 #include "sdnn/core/config.hpp"
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/linear/arch/mma_sp.cuh"
-#include "sdnn/linear/policy/sparse24.hpp"
 
 namespace sdnn::kernels {
 

@@ -1,0 +1,363 @@
+// sdnn/linear/op/tc_linear.cuh - ops::tc_linear_plan<Policy, T>: the tensor-core linear layer
+// (linear/op/tc_linear.hpp) under the plan protocol of core/plan.hpp, and the uploads of the
+// block_sparse / tile_offsets formats. The constructor checks (can_implement, this GPU's
+// architecture), uploads W once on exec.stream and sizes the workspace of the K split; run()
+// picks the tile shape and split for N (tuning table), checks its operands and enqueues one
+// kernel; it never allocates, frees or synchronises.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "sdnn/core/cuda.cuh"
+#include "sdnn/core/memory.cuh"
+#include "sdnn/core/plan.cuh"
+#include "sdnn/linear/kernel/tc_spmm.cuh"
+#include "sdnn/linear/op/tc_linear.hpp"
+
+namespace sdnn {
+
+// Device copies of the tensor-core weight formats, enqueued on exec.stream (the host matrix may
+// be destroyed when these return: CUDA stages pageable copies).
+template <class T>
+block_sparse_matrix<T, device_space> to_device(block_sparse_matrix<T, host_space> const& a, cuda_exec exec) {
+  block_sparse_matrix<T, device_space> d(a.rows(), a.cols(), a.block_rows(), a.block_cols(), a.nnzb(), exec);
+  copy(d.row_ptr(), a.row_ptr(), exec);
+  copy(d.col_idx(), a.col_idx(), exec);
+  copy(d.values(), a.values(), exec);
+  return d;
+}
+template <class T>
+tile_offsets_matrix<T, device_space> to_device(tile_offsets_matrix<T, host_space> const& a, cuda_exec exec) {
+  tile_offsets_matrix<T, device_space> d(a.rows(), a.cols(), a.tile_rows(), a.tile_cols(), a.ntiles(), a.data().size(),
+                                         exec);
+  copy(d.tile_ptr(), a.tile_ptr(), exec);
+  copy(d.tile_col(), a.tile_col(), exec);
+  copy(d.tile_offset(), a.tile_offset(), exec);
+  copy(d.data(), a.data(), exec);
+  return d;
+}
+
+}  // namespace sdnn
+
+namespace sdnn::ops {
+
+namespace detail {
+template <class Policy, class T>
+struct tc_weights;
+template <class T>
+struct tc_weights<policy::tc_dense_mma, T> {
+  using type = dense_matrix<T>;
+};
+template <class T>
+struct tc_weights<policy::tc_block_sparse_mma, T> {
+  using type = block_sparse_matrix<T>;
+};
+template <class T>
+struct tc_weights<policy::tc_tile_offsets_mma, T> {
+  using type = tile_offsets_matrix<T>;
+};
+
+// f(std::integral_constant<int, BR>, std::integral_constant<int, BC>) for a compiled block shape.
+template <class F>
+void with_block_shape(int br, int bc, F&& f) {
+  auto col = [&](auto BR) {
+    switch (bc) {
+      case 16: return f(BR, std::integral_constant<int, 16>{});
+      case 32: return f(BR, std::integral_constant<int, 32>{});
+      default: return f(BR, std::integral_constant<int, 64>{});
+    }
+  };
+  switch (br) {
+    case 16: return col(std::integral_constant<int, 16>{});
+    case 32: return col(std::integral_constant<int, 32>{});
+    default: return col(std::integral_constant<int, 64>{});
+  }
+}
+}  // namespace detail
+
+template <class Policy, class T>
+class tc_linear_plan {
+  static_assert(is_16bit_float_v<T>, "tc_linear_plan: T must be sdnn::bf16 or sdnn::fp16 (the compiled value types)");
+  static constexpr bool dense = std::is_same_v<Policy, policy::tc_dense_mma>;
+  static constexpr bool blocks = std::is_same_v<Policy, policy::tc_block_sparse_mma>;
+  static constexpr bool tiles = std::is_same_v<Policy, policy::tc_tile_offsets_mma>;
+  static_assert(dense || blocks || tiles, "tc_linear_plan: Policy must be tc_dense_mma, tc_block_sparse_mma or "
+                                          "tc_tile_offsets_mma");
+
+ public:
+  using value_type = T;
+  using policy_type = Policy;
+  using weights_type = typename detail::tc_weights<Policy, T>::type;
+
+  // What one run launches.
+  struct launch_shape {
+    bool large = false;
+    int bm = 0, bn = 0, bk = 0, stages = 0, threads = 0, smem = 0;
+    int panels = 0, ntiles = 0, splits = 1;
+    std::size_t workspace = 0;  // bytes: counters + split partials
+  };
+
+  // Checks the weights' shape and this GPU (sm_80 or newer), uploads W once on exec.stream
+  // (dense: padded to a multiple of 8 columns), sizes (and by default allocates and zeroes) the
+  // workspace of the small shape's K split for N up to plan_options::max_rows (0: the tuning
+  // table's split_n_max; larger N never splits, so needs none). `shape` forces a tile
+  // shape for every N (the benchmarks and tests).
+  tc_linear_plan(weights_type const& w, cuda_exec exec, plan_options opt = {},
+                 policy::tc_shape shape = policy::tc_shape::automatic)
+      : shape_(shape), runs_(exec) {
+    arch_ = ::sdnn::detail::current_arch();
+    tuning_ = policy::tc_tuning_for(arch_);
+    if constexpr (dense) {
+      ::sdnn::detail::implementable(tc_linear_can_implement(Policy{}, w.rows(), w.cols(), arch_), 0);
+      m_ = static_cast<std::int32_t>(w.rows());
+      k_ = static_cast<std::int32_t>(w.cols());
+      ldw_ = (std::int64_t(k_) + 7) / 8 * 8;
+      std::vector<T> padded(std::size_t(m_) * std::size_t(ldw_), T(0.0f));
+      for (std::int64_t i = 0; i < m_; ++i)
+        std::copy(w.data() + i * k_, w.data() + (i + 1) * k_, padded.begin() + i * ldw_);
+      dense_w_ = to_device(padded.data(), padded.size(), exec);
+      stored_bytes_ = padded.size() * sizeof(T);
+    } else if constexpr (blocks) {
+      ::sdnn::detail::implementable(
+          tc_linear_can_implement(Policy{}, w.rows(), w.cols(), w.block_rows(), w.block_cols(), arch_), 0);
+      validate(w);
+      m_ = w.rows();
+      k_ = w.cols();
+      br_ = w.block_rows();
+      bc_ = w.block_cols();
+      nnz_ = w.nnzb();
+      max_row_blocks_ = 0;
+      for (std::int32_t r = 0; r < w.row_blocks(); ++r)
+        max_row_blocks_ = std::max(max_row_blocks_, w.row_ptr()[r + 1] - w.row_ptr()[r]);
+      bsr_ = to_device(w, exec);
+      stored_bytes_ = w.values().size() * sizeof(T) + 4 * (w.row_ptr().size() + w.col_idx().size());
+    } else {
+      ::sdnn::detail::implementable(
+          tc_linear_can_implement(Policy{}, w.rows(), w.cols(), w.tile_rows(), w.tile_cols(), arch_), 0);
+      validate(w);
+      m_ = w.rows();
+      k_ = w.cols();
+      nnz_ = w.ntiles();
+      max_row_blocks_ = 0;
+      for (std::int32_t r = 0; r < w.row_tiles(); ++r)
+        max_row_blocks_ = std::max(max_row_blocks_, w.tile_ptr()[r + 1] - w.tile_ptr()[r]);
+      tiles_ = to_device(w, exec);
+      stored_bytes_ = w.bytes();
+    }
+    prepare_kernels();
+    {  // one counter per (panel, n-tile) of the largest split run, at the start of the workspace
+      auto const s_max = shape_for(std::max<std::int64_t>(1, tuning_.split_n_max));
+      counters_bytes_ =
+          ::sdnn::detail::workspace_carver::bytes_of<std::int32_t>(std::size_t(s_max.panels) * std::size_t(s_max.ntiles));
+    }
+    std::int64_t const rows = opt.max_rows > 0 ? opt.max_rows : tuning_.small_n_max;
+    for (std::int64_t n = 1; n <= std::min<std::int64_t>(rows, tuning_.split_n_max); ++n)
+      ws_bytes_ = std::max(ws_bytes_, shape_for(n).workspace);
+    if (opt.own_workspace && ws_bytes_) {
+      ws_ = buffer<unsigned char, device_space>(ws_bytes_, exec);
+      SDNN_CUDA_CHECK(cudaMemsetAsync(ws_.data(), 0, ws_bytes_, exec.stream));  // the split counters start at 0
+    }
+  }
+
+  tc_linear_plan(tc_linear_plan&&) noexcept = default;
+  tc_linear_plan& operator=(tc_linear_plan&&) noexcept = default;
+
+  static constexpr char const* name() { return Policy::name; }
+  std::int64_t out_features() const noexcept { return m_; }
+  std::int64_t in_features() const noexcept { return k_; }
+  std::size_t weight_bytes() const noexcept { return stored_bytes_; }
+  // Scratch of run() (split partials and counters), for N up to max_rows.
+  std::size_t workspace_bytes() const noexcept { return ws_bytes_; }
+
+  // The shape, split and workspace of a run with n rows.
+  launch_shape shape_for(std::int64_t n) const {
+    launch_shape s;
+    if constexpr (dense) fill_shape<policy::tc_dense_tiles>(s, n);
+    else if constexpr (tiles) fill_shape<policy::tc_tile_offsets_tiles>(s, n);
+    else
+      detail::with_block_shape(br_, bc_, [&](auto BR, auto BC) {
+        fill_shape<policy::tc_block_tiles<decltype(BR)::value, decltype(BC)::value>>(s, n);
+      });
+    return s;
+  }
+
+  // What the plan runs, and for n > 0 what a run with n rows launches.
+  std::string describe(std::int64_t n = 0) const {
+    std::string d = ::sdnn::detail::concat(name(), "<", value_type_name<T>(), ">: W ", m_, " x ", k_);
+    if constexpr (blocks) d += ::sdnn::detail::concat(", ", br_, " x ", bc_, " blocks, ", nnz_, " stored");
+    if constexpr (tiles) d += ::sdnn::detail::concat(", 64 x 64 tiles, ", nnz_, " stored");
+    d += ::sdnn::detail::concat(", ", stored_bytes_, " bytes on the device; sm_", arch_.sm(), " table '", tuning_.gpu,
+                                "', small shape for N <= ", tuning_.small_n_max);
+    if (n > 0) {
+      auto const s = shape_for(n);
+      d += ::sdnn::detail::concat("; N = ", n, ": ", s.large ? "large" : "small", " tile ", s.bm, " x ", s.bn, " x ",
+                                  s.bk, ", ", s.stages, " stages, ", s.threads, " threads, ", s.smem,
+                                  " B shared; grid ", s.panels, " panels x ", s.ntiles, " n-tiles x ", s.splits,
+                                  " K splits");
+    }
+    return d;
+  }
+
+  // y = epi(x W^T) on exec.stream. Out: T or float. epi.bias: device memory, [out_features].
+  // With a caller-supplied workspace, run() first zeroes its split counters (a memset on
+  // exec.stream); the plan's own workspace is zeroed once and left zeroed by every run.
+  template <class Out>
+  void run(cuda_exec exec, dense_view<T const> x, dense_view<Out> y, basic_epilogue<float> const& epi,
+           workspace ws = {}) const {
+    detail::check_tc_run(name(), m_, k_, x, y);
+    launch_shape const s = shape_for(x.rows);
+    workspace w{};
+    if (s.workspace) {
+      SDNN_EXPECTS(ws.data != nullptr || ws_.size() >= s.workspace, name(), ": a run of ", x.rows,
+                   " rows needs a workspace of ", s.workspace, " bytes; the plan was sized for ", ws_.size(),
+                   " (plan_options::max_rows)");
+      w = ::sdnn::detail::plan_workspace(ws, ws_, s.workspace, name());
+    }
+    runs_.note(exec);
+    if (x.rows == 0 || m_ == 0) return;
+    if (ws.data != nullptr && s.workspace)
+      SDNN_CUDA_CHECK(cudaMemsetAsync(w.data, 0, counter_bytes(s), exec.stream));
+    auto fill = [&](auto& p) {
+      p.x = x.data;
+      p.ldx = x.ld;
+      p.x_vec = reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0 && x.ld % 8 == 0 && k_ % 8 == 0;
+      p.y = y.data;
+      p.ldy = y.ld;
+      p.y_float = std::is_same_v<Out, float>;
+      p.M = m_;
+      p.N = static_cast<std::int32_t>(x.rows);
+      p.K = k_;
+      p.epi = epi;
+      p.panels = s.panels;
+      p.ntiles = s.ntiles;
+      p.splits = s.splits;
+      p.counters = static_cast<std::int32_t*>(w.data);
+      p.partial = s.splits > 1 ? reinterpret_cast<float*>(static_cast<unsigned char*>(w.data) + counter_bytes(s)) : nullptr;
+    };
+    if constexpr (dense) {
+      kernels::tc_spmm_params<T, kernels::tc_dense_source<T>> p{};
+      p.src = {dense_w_.data(), ldw_, m_, k_};
+      fill(p);
+      launch<policy::tc_dense_tiles>(s, p, exec);
+    } else if constexpr (blocks) {
+      kernels::tc_spmm_params<T, kernels::tc_block_source<T>> p{};
+      auto const v = bsr_.view();
+      p.src = {v.row_ptr, v.col_idx, v.values};
+      fill(p);
+      detail::with_block_shape(br_, bc_, [&](auto BR, auto BC) {
+        launch<policy::tc_block_tiles<decltype(BR)::value, decltype(BC)::value>>(s, p, exec);
+      });
+    } else {
+      kernels::tc_spmm_params<T, kernels::tc_tile_offsets_source<T>> p{};
+      auto const v = tiles_.view();
+      p.src = {v.tile_ptr, v.tile_col, v.tile_offset, v.data};
+      fill(p);
+      launch<policy::tc_tile_offsets_tiles>(s, p, exec);
+    }
+  }
+
+ private:
+  using dense_src = kernels::tc_dense_source<T>;
+  using block_src = kernels::tc_block_source<T>;
+  using tile_src = kernels::tc_tile_offsets_source<T>;
+  template <class Cfg>
+  using source_for = std::conditional_t<dense, dense_src, std::conditional_t<blocks, block_src, tile_src>>;
+
+  // The split counters: the same region for every N (a run with another N must find them zero).
+  std::size_t counter_bytes(launch_shape const&) const { return counters_bytes_; }
+
+  // Raises the kernels' shared-memory limit and records the small shape's resident blocks.
+  void prepare_kernels() {
+    int dev = 0;
+    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
+    int optin = 0;
+    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    auto prep = [&](auto tiles_tag) {
+      using Tiles = decltype(tiles_tag);
+      small_slots_ = prepare<typename Tiles::small>(optin) * ::sdnn::detail::sm_count();
+      prepare<typename Tiles::large>(optin);
+    };
+    if constexpr (dense) prep(policy::tc_dense_tiles{});
+    else if constexpr (tiles) prep(policy::tc_tile_offsets_tiles{});
+    else
+      detail::with_block_shape(br_, bc_, [&](auto BR, auto BC) {
+        prep(policy::tc_block_tiles<decltype(BR)::value, decltype(BC)::value>{});
+      });
+  }
+  template <class Cfg>
+  int prepare(int optin) {
+    using Src = source_for<Cfg>;
+    constexpr int smem = kernels::tc_smem<Cfg, Src>::total;
+    SDNN_EXPECTS(smem <= optin, name(), ": the ", Cfg::BM, " x ", Cfg::BN, " x ", Cfg::BK, " tile needs ", smem,
+                 " bytes of shared memory per block, this GPU allows ", optin);
+    auto kern = kernels::tc_spmm_kernel<Cfg, T, Src>;
+    SDNN_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int per_sm = 0;
+    SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, Cfg::threads, smem));
+    return std::max(per_sm, 1);
+  }
+
+  template <class Tiles>
+  void fill_shape(launch_shape& s, std::int64_t n) const {
+    bool const large = shape_ == policy::tc_shape::large ||
+                       (shape_ == policy::tc_shape::automatic && n > tuning_.small_n_max);
+    auto set = [&](auto cfg_tag) {
+      using Cfg = decltype(cfg_tag);
+      s.large = large;
+      s.bm = Cfg::BM;
+      s.bn = Cfg::BN;
+      s.bk = Cfg::BK;
+      s.stages = Cfg::Stages;
+      s.threads = Cfg::threads;
+      s.smem = kernels::tc_smem<Cfg, source_for<Cfg>>::total;
+      s.panels = static_cast<int>((std::int64_t(m_) + Cfg::BM - 1) / Cfg::BM);
+      s.ntiles = static_cast<int>(std::max<std::int64_t>(1, (n + Cfg::BN - 1) / Cfg::BN));
+      std::int64_t const kblocks = dense ? (std::int64_t(k_) + Cfg::BK - 1) / Cfg::BK : max_row_blocks_;
+      s.splits = large || n > tuning_.split_n_max
+                     ? 1
+                     : policy::tc_choose_splits(std::int64_t(s.panels) * s.ntiles, small_slots_, kblocks, tuning_);
+      s.workspace = s.splits > 1 ? counter_bytes(s) + ::sdnn::detail::workspace_carver::bytes_of<float>(
+                                                          std::size_t(s.splits) * std::size_t(n) * std::size_t(m_))
+                                 : 0;
+    };
+    if (large) set(typename Tiles::large{});
+    else set(typename Tiles::small{});
+  }
+
+  template <class Tiles, class P>
+  void launch(launch_shape const& s, P const& p, cuda_exec exec) const {
+    auto go = [&](auto cfg_tag) {
+      using Cfg = decltype(cfg_tag);
+      using Src = source_for<Cfg>;
+      std::int64_t const grid = std::int64_t(s.panels) * s.ntiles * s.splits;
+      SDNN_EXPECTS(grid <= std::numeric_limits<std::int32_t>::max(), name(), ": grid of ", grid, " blocks");
+      kernels::tc_spmm_kernel<Cfg, T, Src>
+          <<<static_cast<unsigned>(grid), Cfg::threads, kernels::tc_smem<Cfg, Src>::total, exec.stream>>>(p);
+      SDNN_CUDA_CHECK_LAUNCH();
+    };
+    if (s.large) go(typename Tiles::large{});
+    else go(typename Tiles::small{});
+  }
+
+  policy::tc_shape shape_ = policy::tc_shape::automatic;
+  arch arch_{};
+  policy::tc_tuning tuning_{};
+  std::int32_t m_ = 0, k_ = 0, br_ = 0, bc_ = 0, nnz_ = 0, max_row_blocks_ = 0;
+  std::int64_t ldw_ = 0;
+  std::int64_t small_slots_ = 1;
+  std::size_t stored_bytes_ = 0, ws_bytes_ = 0, counters_bytes_ = 0;
+  buffer<T, device_space> dense_w_;
+  block_sparse_matrix<T, device_space> bsr_;
+  tile_offsets_matrix<T, device_space> tiles_;
+  buffer<unsigned char, device_space> ws_;
+  ::sdnn::detail::run_streams runs_;  // last: destroyed first, so the buffers above wait for every run
+};
+
+}  // namespace sdnn::ops
