@@ -1,0 +1,367 @@
+// The tensor-core linear layer on the device: every policy (dense, block-sparse with each block
+// shape, tile_offsets), both value types and both output types against the host reference on
+// the same rounded inputs (bound: check_against_reference), at sizes that are multiples of no
+// tile, with edge cases, poisoned outputs, repeat runs and refusals.
+#include "sdnn_gpu_test.cuh"
+#include "sdnn_test_util.hpp"
+
+#include <sdnn/formats/block_sparse.hpp>
+#include <sdnn/formats/tile_offsets.hpp>
+#include <sdnn/linear/op/tc_linear.cuh>
+#include <sdnn/linear/reference/tc_linear.hpp>
+#include <sdnn/train/op/prune_structured.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace sdnn;
+using sdnn_test::download;
+using sdnn_test::error_text;
+using sdnn_test::has;
+using sdnn_test::stream_guard;
+using sdnn_test::upload;
+
+namespace {
+
+template <class T>
+dense_matrix<T> random_matrix(std::int64_t rows, std::int64_t cols, unsigned seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  dense_matrix<T> a(rows, cols);
+  for (auto& v : a.values()) v = T(u(rng));
+  return a;
+}
+// W M x K with about `sparsity` of its entries zero (unstructured, magnitude pruning).
+template <class T>
+dense_matrix<T> pruned(std::int64_t m, std::int64_t k, double sparsity, unsigned seed) {
+  auto w = random_matrix<T>(m, k, seed);
+  return sparsity > 0 ? train::prune_magnitude(std::as_const(w).view(), sparsity) : std::move(w);
+}
+
+template <class Out>
+double max_finite() {
+  if constexpr (std::is_same_v<Out, float>) return std::numeric_limits<float>::max();
+  else if constexpr (std::is_same_v<Out, bf16>) return 3.3895313892515355e38;
+  else return 65504.0;
+}
+template <class Out>
+constexpr int out_bits() {
+  if constexpr (std::is_same_v<Out, float>) return 24;
+  else if constexpr (std::is_same_v<Out, bf16>) return 8;
+  else return 11;
+}
+
+// The weights of a policy, made from a dense host matrix.
+template <class Policy, class T>
+auto make_weights(dense_matrix<T> const& w, int br = 32, int bc = 32) {
+  if constexpr (std::is_same_v<Policy, policy::tc_dense_mma>) {
+    dense_matrix<T> c(w.rows(), w.cols());
+    std::copy(w.values().begin(), w.values().end(), c.values().begin());
+    return c;
+  } else if constexpr (std::is_same_v<Policy, policy::tc_block_sparse_mma>) {
+    return block_sparse_from_dense(w.view(), br, bc);
+  } else {
+    return tile_offsets_from_dense(w.view());
+  }
+}
+template <class T>
+dense_view<T const> ref_view(dense_matrix<T> const& w) {
+  return w.view();
+}
+template <class T>
+block_sparse_view<T> ref_view(block_sparse_matrix<T> const& w) {
+  return w.view();
+}
+template <class T>
+tile_offsets_view<T> ref_view(tile_offsets_matrix<T> const& w) {
+  return w.view();
+}
+
+struct run_options {
+  policy::tc_shape shape = policy::tc_shape::automatic;
+  int x_offset = 0;   // elements: X starts this far into its buffer (0: 16-byte aligned)
+  std::int64_t ldx_pad = 0;
+  bool bias = false, relu = false, cap = false;
+  bool caller_workspace = false;
+};
+
+// Runs the plan on X (N x K) and checks every output against the reference; returns Y's bits.
+template <class Policy, class T, class Out, class W>
+std::vector<Out> check_against_reference(W const& w, std::int64_t m, std::int64_t k, dense_matrix<T> const& x,
+                                         run_options o = {}, std::string const& what = "") {
+  INFO(what << " M=" << m << " K=" << k << " N=" << x.rows());
+  stream_guard sg;
+  auto ex = sg.exec();
+  std::int64_t const n = x.rows(), ldx = k + o.ldx_pad;
+  std::vector<T> hx(std::size_t(n * ldx + o.x_offset + 8), T(0.f));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < k; ++j) hx[std::size_t(o.x_offset + i * ldx + j)] = x(i, j);
+  auto dx = upload(hx, ex);
+  std::vector<float> hb(static_cast<std::size_t>(m));
+  for (std::int64_t i = 0; i < m; ++i) hb[std::size_t(i)] = float(i % 7) - 3.f;
+  auto db = upload(hb, ex);
+  basic_epilogue<float> epi, epi_host;
+  if (o.bias) {
+    epi.bias = db.data();
+    epi_host.bias = hb.data();
+  }
+  epi.relu = epi_host.relu = o.relu;
+  epi.has_cap = epi_host.has_cap = o.cap;
+  epi.cap = epi_host.cap = 2.5f;
+
+  using plan_t = ops::tc_linear_plan<Policy, T>;
+  plan_options po;
+  po.own_workspace = !o.caller_workspace;
+  plan_t plan(w, ex, po, o.shape);
+  buffer<unsigned char, device_space> ws(plan.workspace_bytes() + 256, ex);
+  workspace wsv{};
+  if (o.caller_workspace) wsv = {ws.data(), ws.size()};
+
+  buffer<Out, device_space> dy(std::size_t(std::max<std::int64_t>(n * m, 1)), ex);
+  SDNN_CUDA_CHECK(cudaMemsetAsync(dy.data(), 0xff, dy.size() * sizeof(Out), ex.stream));  // NaN in every type
+  dense_view<T const> xv{n, k, ldx, dx.data() + o.x_offset};
+  dense_view<Out> yv{n, m, m, dy.data()};
+  plan.run(ex, xv, yv, epi, wsv);
+  auto y = download(dy.data(), std::size_t(n * m), ex);
+  INFO(plan.describe(n));
+
+  // Reference in float (Out = float), the bound from the dense |x| |w| sums.
+  dense_matrix<float> ref(n, m);
+  reference::tc_linear(x.view(), ref_view(w), ref.view(), epi_host);
+  auto wd = [&] {
+    if constexpr (std::is_same_v<W, dense_matrix<T>>) {
+      dense_matrix<T> c(m, k);
+      std::copy(w.values().begin(), w.values().end(), c.values().begin());
+      return c;
+    } else {
+      return to_dense(w);
+    }
+  }();
+  // Asserted bound per output (n, m), S = sum_k |x_nk| |w_mk| (nonzero w), u = 2^-24:
+  //   |y - ref| <= 4 K u S + 2^-p (|ref| + 4 K u S) + 2^-126
+  // Both sides add the same exact float products in different orders: each within K u S of the
+  // exact sum with round-to-nearest adds, 2 K u S if the tensor core's adds truncate (and a factor
+  // 2 of margin), then one rounding to Out each (half an ulp: 2^-p relative, p = 8 bf16, 11 fp16,
+  // 24 float). NaN must meet NaN, an infinity the same infinity.
+  double const u = std::ldexp(1.0, -24), rel = std::ldexp(1.0, -out_bits<Out>());
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < n && bad < 5; ++i)
+    for (std::int64_t j = 0; j < m && bad < 5; ++j) {
+      double s = 0;
+      for (std::int64_t q = 0; q < k; ++q)  // zero weights add nothing (and keep NaN in X out of the bound)
+        if (float(wd(j, q)) != 0.f) s += std::fabs(double(float(x(i, q))) * double(float(wd(j, q))));
+      double const r = ref(i, j);
+      double const got = double(static_cast<float>(y[std::size_t(i * m + j)]));
+      bool ok;
+      if (std::isnan(r)) ok = std::isnan(got);
+      else if (std::isinf(r)) ok = got == r;
+      else {
+        double const acc = 4.0 * double(k) * u * s;
+        // Out rounding: a finite reference may round to an infinity of a 16-bit Out.
+        double const tol = acc + rel * (std::fabs(r) + acc) + std::ldexp(1.0, -126);
+        ok = std::isfinite(got) ? std::fabs(got - r) <= tol : (got > 0) == (r > 0) && std::fabs(r) + tol >= max_finite<Out>();
+      }
+      if (!ok) {
+        ++bad;
+        UNSCOPED_INFO("y(" << i << ", " << j << ") = " << got << ", reference " << r << ", sum |x w| " << s);
+      }
+    }
+  CHECK(bad == 0);
+
+  // The same run again: identical bits.
+  plan.run(ex, xv, yv, epi, wsv);
+  auto y2 = download(dy.data(), std::size_t(n * m), ex);
+  CHECK(std::memcmp(y.data(), y2.data(), y.size() * sizeof(Out)) == 0);
+  return y;
+}
+
+template <class Policy, class T, class Out>
+void check_policy(dense_matrix<T> const& w, std::int64_t n, unsigned seed, run_options o = {}, int br = 32, int bc = 32,
+                  std::string const& what = "") {
+  auto wt = make_weights<Policy, T>(w, br, bc);
+  auto x = random_matrix<T>(n, w.cols(), seed);
+  check_against_reference<Policy, T, Out>(wt, w.rows(), w.cols(), x, o, what);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("tc_linear: every policy against the reference at odd sizes", "[cuda][tc][big]", bf16, fp16) {
+  SDNN_REQUIRE_DEVICE();
+  using T = TestType;
+  // 4000 x 3000: no multiple of any tile; N = 1, 3, 17 (small shape, K split) and 200 (large shape).
+  auto w90 = pruned<T>(4000, 3000, 0.9, 1);
+  auto const dense_w = random_matrix<T>(4000, 3000, 2);
+  auto w_blocks = train::prune_blocks_l2(dense_w.view(), 32, 32, 0.9);
+  for (std::int64_t n : {1, 3, 17}) {
+    check_policy<policy::tc_tile_offsets_mma, T, T>(w90, n, 10 + unsigned(n), {}, 32, 32, "tiles 90%");
+    check_policy<policy::tc_block_sparse_mma, T, T>(w_blocks, n, 20 + unsigned(n), {}, 32, 32, "blocks 32x32 90%");
+    check_policy<policy::tc_dense_mma, T, float>(w90, n, 30 + unsigned(n), {}, 32, 32, "dense");
+  }
+  auto w_small = pruned<T>(300, 520, 0.7, 3);
+  auto const dense_small = random_matrix<T>(300, 520, 4);
+  auto w_small_blocks = train::prune_blocks_l2(dense_small.view(), 32, 32, 0.75);
+  for (std::int64_t n : {200, 1000}) {
+    check_policy<policy::tc_tile_offsets_mma, T, float>(w_small, n, 40, {}, 32, 32, "tiles 70% large N");
+    check_policy<policy::tc_block_sparse_mma, T, T>(w_small_blocks, n, 41, {}, 32, 32, "blocks large N");
+    check_policy<policy::tc_dense_mma, T, T>(w_small, n, 42, {}, 32, 32, "dense large N");
+  }
+}
+
+TEMPLATE_TEST_CASE("tc_linear: every block shape, both tile shapes, tails, unaligned X, epilogue", "[cuda][tc]", bf16,
+                   fp16) {
+  SDNN_REQUIRE_DEVICE();
+  using T = TestType;
+  for (int br : {16, 32, 64})
+    for (int bc : {16, 32, 64}) {
+      auto const dw = random_matrix<T>(150, 230, unsigned(br + bc));
+      auto w = train::prune_blocks_l2(dw.view(), br, bc, 0.5);
+      for (auto shape : {policy::tc_shape::small, policy::tc_shape::large}) {
+        run_options o;
+        o.shape = shape;
+        check_policy<policy::tc_block_sparse_mma, T, float>(w, 37, unsigned(br * bc), o, br, bc,
+                                                            "blocks " + std::to_string(br) + "x" + std::to_string(bc));
+      }
+    }
+  // K % 8 != 0 and an X that is not 16-byte aligned: the element-wise X path; M, N tails.
+  auto w = pruned<T>(77, 131, 0.5, 5);
+  for (auto shape : {policy::tc_shape::small, policy::tc_shape::large}) {
+    run_options o;
+    o.shape = shape;
+    check_policy<policy::tc_tile_offsets_mma, T, T>(w, 33, 6, o, 32, 32, "tiles K=131");
+    check_policy<policy::tc_dense_mma, T, T>(w, 33, 7, o, 32, 32, "dense K=131");
+    o.x_offset = 3;
+    o.ldx_pad = 5;
+    check_policy<policy::tc_tile_offsets_mma, T, float>(w, 5, 8, o, 32, 32, "tiles unaligned X");
+    check_policy<policy::tc_dense_mma, T, float>(w, 5, 9, o, 32, 32, "dense unaligned X");
+  }
+  // Bias per output feature, ReLU, cap; a caller-supplied workspace (split counters zeroed by run()).
+  auto w2 = pruned<T>(1000, 512, 0.8, 11);
+  run_options o;
+  o.bias = o.relu = o.cap = true;
+  o.caller_workspace = true;
+  check_policy<policy::tc_tile_offsets_mma, T, T>(w2, 9, 12, o, 32, 32, "epilogue, caller workspace");
+  check_policy<policy::tc_dense_mma, T, T>(w2, 9, 13, o, 32, 32, "epilogue, caller workspace");
+}
+
+TEMPLATE_TEST_CASE("tc_linear: empty rows, empty and full blocks, zero matrix, extreme values, NaN and Inf",
+                   "[cuda][tc]", bf16, fp16) {
+  SDNN_REQUIRE_DEVICE();
+  using T = TestType;
+  // Rows 0..63 empty, a fully dense 64 x 64 block, the rest 95 % sparse.
+  auto w = pruned<T>(257, 300, 0.95, 21);
+  for (std::int64_t i = 0; i < 64; ++i)
+    for (std::int64_t j = 0; j < 300; ++j) w(i, j) = T(0.f);
+  auto full = random_matrix<T>(64, 64, 22);
+  for (std::int64_t i = 0; i < 64; ++i)
+    for (std::int64_t j = 0; j < 64; ++j) w(128 + i, 64 + j) = full(i, j);
+  run_options ob;
+  ob.bias = true;  // empty rows give the bias
+  check_policy<policy::tc_tile_offsets_mma, T, T>(w, 19, 23, ob, 32, 32, "empty rows, full tile");
+  check_policy<policy::tc_block_sparse_mma, T, T>(w, 19, 24, ob, 64, 64, "empty rows, full block");
+
+  // An all-zero W: nothing stored, Y = epi(0) everywhere.
+  dense_matrix<T> z(100, 80);
+  for (auto& v : z.values()) v = T(0.f);
+  check_policy<policy::tc_tile_offsets_mma, T, float>(z, 7, 25, ob, 32, 32, "zero W (tiles)");
+  check_policy<policy::tc_block_sparse_mma, T, float>(z, 7, 26, ob, 16, 16, "zero W (blocks)");
+
+  // Largest and smallest normal weights: products within float range, outputs at the edge of T.
+  float const big = std::is_same_v<T, bf16> ? 3.3895314e38f : 65504.f;
+  float const tiny = std::is_same_v<T, bf16> ? 1.17549435e-38f : 6.1035156e-05f;
+  dense_matrix<T> e(40, 48);
+  for (auto& v : e.values()) v = T(0.f);
+  e(0, 0) = T(big);
+  e(1, 1) = T(-big);
+  e(2, 2) = T(tiny);
+  e(3, 3) = T(tiny);
+  e(3, 4) = T(big);
+  auto xe = random_matrix<T>(6, 48, 27, 0.5f, 1.f);
+  check_against_reference<policy::tc_tile_offsets_mma, T, T>(make_weights<policy::tc_tile_offsets_mma>(e), 40, 48, xe);
+  check_against_reference<policy::tc_block_sparse_mma, T, float>(make_weights<policy::tc_block_sparse_mma>(e, 16, 16), 40,
+                                                                 48, xe);
+  check_against_reference<policy::tc_dense_mma, T, T>(make_weights<policy::tc_dense_mma>(e), 40, 48, xe);
+
+  // NaN and Inf in X spread as the reference says (through stored blocks and non-empty sub-tiles only).
+  auto wn = pruned<T>(90, 100, 0.9, 28);
+  auto xn = random_matrix<T>(4, 100, 29);
+  xn(0, 5) = T(std::numeric_limits<float>::quiet_NaN());
+  xn(1, 50) = T(std::numeric_limits<float>::infinity());
+  xn(2, 99) = T(-std::numeric_limits<float>::infinity());
+  check_against_reference<policy::tc_tile_offsets_mma, T, float>(make_weights<policy::tc_tile_offsets_mma>(wn), 90, 100, xn);
+  check_against_reference<policy::tc_block_sparse_mma, T, T>(make_weights<policy::tc_block_sparse_mma>(wn, 16, 32), 90, 100, xn);
+  check_against_reference<policy::tc_dense_mma, T, float>(make_weights<policy::tc_dense_mma>(wn), 90, 100, xn);
+}
+
+TEST_CASE("tc_linear: refusals throw before any launch and write nothing", "[cuda][tc]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  auto ex = sg.exec();
+  auto w = pruned<bf16>(64, 64, 0.5, 31);
+  // A block shape that is not compiled, a tile shape that is not compiled.
+  auto b8 = block_sparse_from_dense(w.view(), 8, 16);
+  REQUIRE(has(error_text([&] { ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>(b8, ex); }),
+              "blocks of 8 x 16 are not compiled"));
+  auto t32 = tile_offsets_from_dense(w.view(), 32, 64);
+  REQUIRE(has(error_text([&] { ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16>(t32, ex); }),
+              "tiles of 32 x 64 are not compiled"));
+
+  ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16> plan(tile_offsets_from_dense(w.view()), ex,
+                                                               plan_options{8, true});
+  buffer<bf16, device_space> dx(64 * 64, ex), dy(64 * 64, ex);
+  SDNN_CUDA_CHECK(cudaMemsetAsync(dy.data(), 0x5a, dy.size() * 2, ex.stream));
+  auto untouched = [&] {
+    auto y = download(dy.data(), dy.size(), ex);
+    for (auto v : y)
+      if (v.bits != 0x5a5a) return false;
+    return true;
+  };
+  dense_view<bf16 const> x{4, 64, 64, dx.data()};
+  // Shapes that do not fit.
+  REQUIRE(has(error_text([&] { plan.run(ex, dense_view<bf16 const>{4, 63, 64, dx.data()}, dense_view<bf16>{4, 64, 64, dy.data()}, epilogue_none<float>()); }),
+              "X is 4 x 63 but W has 64 columns"));
+  REQUIRE(has(error_text([&] { plan.run(ex, x, dense_view<bf16>{4, 65, 65, dy.data()}, epilogue_none<float>()); }),
+              "Y must be 4 x 64, got 4 x 65"));
+  // A misaligned Y; a batch larger than the workspace was sized for (a split needs it).
+  REQUIRE(has(error_text([&] {
+                plan.run(ex, x, dense_view<float>{4, 64, 64, reinterpret_cast<float*>(reinterpret_cast<char*>(dy.data()) + 2)},
+                         epilogue_none<float>());
+              }),
+              "is not aligned to its 4-byte elements"));
+  // A caller's workspace that is too small.
+  if (plan.shape_for(4).workspace > 0)
+    REQUIRE(has(error_text([&] { plan.run(ex, x, dense_view<bf16>{4, 64, 64, dy.data()}, epilogue_none<float>(), workspace{dx.data(), 16}); }),
+                "workspace of 16 bytes"));
+  REQUIRE(untouched());
+}
+
+TEST_CASE("tc_linear: one plan runs batches of several sizes in turn (split counters stay consistent)", "[cuda][tc]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  auto ex = sg.exec();
+  auto w = pruned<bf16>(2000, 1024, 0.9, 41);
+  auto t = tile_offsets_from_dense(w.view());
+  ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16> plan(t, ex);
+  for (std::int64_t n : {5, 30, 1, 100, 5}) {
+    INFO(plan.describe(n));
+    auto x = random_matrix<bf16>(n, 1024, unsigned(50 + n));
+    auto dx = upload(std::vector<bf16>(x.values().begin(), x.values().end()), ex);
+    buffer<float, device_space> dy(std::size_t(n * 2000), ex);
+    plan.run(ex, dense_view<bf16 const>{n, 1024, 1024, dx.data()}, dense_view<float>{n, 2000, 2000, dy.data()},
+             epilogue_none<float>());
+    auto y = download(dy.data(), dy.size(), ex);
+    dense_matrix<float> ref(n, 2000);
+    reference::tc_linear(std::as_const(x).view(), t.view(), ref.view(), epilogue_none<float>());
+    std::int64_t bad = 0;
+    for (std::int64_t i = 0; i < n * 2000; ++i) {
+      double const r = ref.values()[std::size_t(i)];
+      if (!(std::fabs(y[std::size_t(i)] - r) <= 1e-3 * (1 + std::fabs(r)))) ++bad;  // |x|, |w| <= 1, K = 1024
+    }
+    CHECK(bad == 0);
+  }
+}

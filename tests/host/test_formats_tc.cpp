@@ -1,0 +1,362 @@
+// The tensor-core layer's host side: block_sparse and tile_offsets conversions (round trips,
+// hand-checked layouts, every validate() refusal), magnitude pruning (unstructured and by
+// blocks), and the references Y = epi(X W^T) on hand-computed cases.
+#include "sdnn_catch.hpp"
+#include "sdnn_test_util.hpp"
+
+#include <sdnn/formats/block_sparse.hpp>
+#include <sdnn/formats/csr.hpp>
+#include <sdnn/formats/tile_offsets.hpp>
+#include <sdnn/linear/op/tc_linear.hpp>
+#include <sdnn/linear/reference/tc_linear.hpp>
+#include <sdnn/train/op/prune_structured.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <utility>
+#include <vector>
+
+using namespace sdnn;
+using sdnn_test::error_text;
+using sdnn_test::has;
+
+namespace {
+// A rows x cols bf16 matrix with about `density` of its entries small nonzero integers.
+dense_matrix<bf16> random_sparse(std::int64_t rows, std::int64_t cols, double density, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::uniform_int_distribution<int> v(-8, 8);
+  dense_matrix<bf16> a(rows, cols);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      int x = 0;
+      if (u(rng) < density)
+        while (x == 0) x = v(rng);
+      a(i, j) = bf16(float(x));
+    }
+  return a;
+}
+template <class T>
+bool same_bits(dense_matrix<T> const& a, dense_matrix<T> const& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+csr_matrix<float, int> to_csr(dense_matrix<bf16> const& a) {
+  std::vector<int> rp{0}, ci;
+  std::vector<float> v;
+  for (std::int64_t i = 0; i < a.rows(); ++i) {
+    for (std::int64_t j = 0; j < a.cols(); ++j)
+      if (float(a(i, j)) != 0.f) {
+        ci.push_back(int(j));
+        v.push_back(float(a(i, j)));
+      }
+    rp.push_back(int(ci.size()));
+  }
+  return make_csr<float, int>(int(a.rows()), int(a.cols()), rp, ci, v);
+}
+}  // namespace
+
+TEST_CASE("block_sparse: dense and CSR round trips keep exactly the blocks with a nonzero", "[formats][tc]") {
+  // [1 0 | 0 0 | 5]
+  // [0 0 | 0 0 | 0]
+  // ---------------
+  // [0 0 | 3 4 | 0]      2 x 2 blocks of a 3 x 5 matrix: edge blocks are stored whole
+  dense_matrix<bf16> d(3, 5);
+  for (auto& x : d.values()) x = bf16(0.f);
+  d(0, 0) = bf16(1.f);
+  d(0, 4) = bf16(5.f);
+  d(2, 2) = bf16(3.f);
+  d(2, 3) = bf16(4.f);
+  auto b = block_sparse_from_dense(d.view(), 2, 2);
+  validate(b);
+  REQUIRE(b.row_blocks() == 2);
+  REQUIRE(b.col_blocks() == 3);
+  REQUIRE(b.nnzb() == 3);
+  REQUIRE(std::vector<int>(b.row_ptr().begin(), b.row_ptr().end()) == std::vector<int>{0, 2, 3});
+  REQUIRE(std::vector<int>(b.col_idx().begin(), b.col_idx().end()) == std::vector<int>{0, 2, 1});
+  std::vector<float> vals;
+  for (auto x : b.values()) vals.push_back(float(x));
+  REQUIRE(vals == std::vector<float>{1, 0, 0, 0, 5, 0, 0, 0, 3, 4, 0, 0});
+  REQUIRE(same_bits(to_dense(b), d));
+  auto st = compute_block_stats(b);
+  REQUIRE(st.blocks == 6);
+  REQUIRE(st.stored_blocks == 3);
+  REQUIRE(st.nonzeros == 4);
+  REQUIRE(st.occupancy == sdnn_test::Approx(0.5));
+  REQUIRE(st.fill == sdnn_test::Approx(4.0 / 12.0));
+
+  for (int br : {16, 32, 64})
+    for (int bc : {16, 32, 64}) {
+      auto r = random_sparse(100, 150, 0.01, unsigned(br * 100 + bc));
+      auto rb = block_sparse_from_dense(r.view(), br, bc);
+      validate(rb);
+      REQUIRE(same_bits(to_dense(rb), r));
+      auto rc = block_sparse_from_csr<bf16>(to_csr(r), br, bc);
+      REQUIRE(std::vector<int>(rc.col_idx().begin(), rc.col_idx().end()) ==
+              std::vector<int>(rb.col_idx().begin(), rb.col_idx().end()));
+      REQUIRE(same_bits(to_dense(rc), r));
+    }
+  // An all-zero matrix stores nothing; a 0 x 0 one is valid.
+  dense_matrix<bf16> z(40, 70);
+  for (auto& x : z.values()) x = bf16(0.f);
+  REQUIRE(block_sparse_from_dense(z.view(), 16, 16).nnzb() == 0);
+  validate(block_sparse_matrix<bf16>{});
+}
+
+TEST_CASE("block_sparse: validate names the bad entry", "[formats][tc]") {
+  auto good = [] {
+    block_sparse_matrix<bf16> b(3, 5, 2, 2, 3);
+    int rp[] = {0, 2, 3}, ci[] = {0, 2, 1};
+    std::copy(rp, rp + 3, b.row_ptr().begin());
+    std::copy(ci, ci + 3, b.col_idx().begin());
+    for (auto& x : b.values()) x = bf16(1.f);
+    b.values()[5] = bf16(0.f);  // block 1 (column 2) is an edge block: its column 5 is outside
+    b.values()[7] = bf16(0.f);
+    b.values()[10] = bf16(0.f);  // block 2 (block row 1): its row 3 is outside
+    b.values()[11] = bf16(0.f);
+    return b;
+  };
+  validate(good());
+  {
+    auto b = good();
+    b.row_ptr()[0] = 1;
+    REQUIRE(has(error_text([&] { validate(b); }), "row_ptr[0] must be 0, got 1"));
+  }
+  {
+    auto b = good();
+    b.col_idx()[1] = 0;
+    REQUIRE(has(error_text([&] { validate(b); }), "block row 0: col_idx[1] = 0 must be greater than col_idx[0] = 0"));
+  }
+  {
+    auto b = good();
+    b.col_idx()[2] = 3;
+    REQUIRE(has(error_text([&] { validate(b); }), "block row 1: col_idx[2] = 3 is out of range for 3 block columns"));
+  }
+  {
+    auto b = good();
+    b.values()[7] = bf16(2.f);
+    REQUIRE(has(error_text([&] { validate(b); }),
+                "block 1 (block row 0, block column 2): element (1, 1) lies outside the 3 x 5 matrix and must be 0"));
+  }
+  {
+    auto b = good();
+    REQUIRE(has(error_text([&] { validate(b.view(), 3, 3, 11); }), "values must have 3 blocks x 2 x 2 = 12 entries, got 11"));
+  }
+  REQUIRE(has(error_text([] { block_sparse_from_dense(dense_view<bf16 const>{}, 0, 16); }),
+              "the block shape must be positive, got 0 x 16"));
+}
+
+TEST_CASE("tile_offsets: record layout, round trips and stats", "[formats][tc]") {
+  // 20 x 20: one 64 x 64 tile of 16 sub-tiles (4 x 4); entries in sub-tiles 0, 1 and 4.
+  dense_matrix<bf16> d(20, 20);
+  for (auto& x : d.values()) x = bf16(0.f);
+  d(0, 0) = bf16(1.f);
+  d(0, 17) = bf16(2.f);
+  d(17, 3) = bf16(3.f);
+  auto t = tile_offsets_from_dense(d.view());
+  validate(t);
+  REQUIRE(t.ntiles() == 1);
+  REQUIRE(std::vector<std::uint32_t>(t.tile_offset().begin(), t.tile_offset().end()) == std::vector<std::uint32_t>{0, 5});
+  std::uint8_t const* rec = t.data().data();
+  std::vector<std::uint16_t> start(17);
+  std::memcpy(start.data(), rec, 34);
+  REQUIRE(start == std::vector<std::uint16_t>{0, 1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3});
+  std::uint16_t v[3];
+  std::memcpy(v, rec + 48, 6);  // header: round16(2 * 17) = 48
+  REQUIRE(bf16::from_bits(v[0]).bits == bf16(1.f).bits);
+  REQUIRE(bf16::from_bits(v[1]).bits == bf16(2.f).bits);
+  REQUIRE(bf16::from_bits(v[2]).bits == bf16(3.f).bits);
+  REQUIRE(rec[64] == 0);       // (0, 0) in sub-tile 0
+  REQUIRE(rec[65] == 1);       // (0, 17): row 0, column 1 of sub-tile 1
+  REQUIRE(rec[66] == 16 + 3);  // (17, 3): row 1, column 3 of sub-tile 4
+  REQUIRE(same_bits(to_dense(t), d));
+  auto st = compute_tile_stats(t);
+  REQUIRE(st.stored_tiles == 1);
+  REQUIRE(st.nonzeros == 3);
+  REQUIRE(st.bytes == 80 + 4 * (2 + 1 + 2));
+
+  for (double density : {0.5, 0.1, 0.01}) {
+    auto r = random_sparse(150, 200, density, unsigned(density * 1000));
+    auto rt = tile_offsets_from_dense(r.view());
+    validate(rt);
+    REQUIRE(same_bits(to_dense(rt), r));
+    auto rc = tile_offsets_from_csr<bf16>(to_csr(r));
+    REQUIRE(std::vector<std::uint8_t>(rc.data().begin(), rc.data().end()) ==
+            std::vector<std::uint8_t>(rt.data().begin(), rt.data().end()));
+    auto s = compute_tile_stats(rt);
+    REQUIRE(s.nonzeros > 0);
+    REQUIRE(s.bytes_per_nonzero > 3.0);  // 2 value bytes + 1 position byte + headers and padding
+  }
+  dense_matrix<bf16> z(70, 130);
+  for (auto& x : z.values()) x = bf16(0.f);
+  auto tz = tile_offsets_from_dense(z.view());
+  REQUIRE(tz.ntiles() == 0);
+  REQUIRE(tz.data().size() == 0);  // empty tiles cost nothing
+  validate(tz);
+}
+
+TEST_CASE("tile_offsets: validate names the bad entry", "[formats][tc]") {
+  auto make = [] {
+    dense_matrix<bf16> d(70, 130);
+    for (auto& x : d.values()) x = bf16(0.f);
+    d(0, 0) = bf16(1.f);
+    d(0, 1) = bf16(2.f);
+    d(0, 100) = bf16(3.f);
+    d(69, 129) = bf16(4.f);
+    return tile_offsets_from_dense(d.view());
+  };
+  validate(make());
+  {
+    auto t = make();
+    t.tile_col()[1] = 0;
+    REQUIRE(has(error_text([&] { validate(t); }), "tile row 0: tile_col[1] = 0 must be greater than tile_col[0] = 0"));
+  }
+  {
+    auto t = make();
+    t.tile_col()[2] = 5;
+    REQUIRE(has(error_text([&] { validate(t); }), "tile row 1: tile_col[2] = 5 is out of range for 3 tile columns"));
+  }
+  {
+    auto t = make();
+    t.data()[48 + 16 + 1] = 0;  // tile 0: positions 0, 1 -> 0, 0
+    REQUIRE(has(error_text([&] { validate(t); }), "tile 0, sub-tile 0: position[1] = 0 must be greater than position[0] = 0"));
+  }
+  {
+    auto t = make();
+    std::uint16_t bad = 7;
+    std::memcpy(t.data().data() + 2, &bad, 2);  // start[1] = 7 > start[2]
+    REQUIRE(has(error_text([&] { validate(t); }), "tile 0: start[1] = 7 > start[2]"));
+  }
+  {
+    auto t = make();
+    // tile 2 holds (69, 129): row 5 of the tile, column 1 of tile column 2 -> sub-tile 0, position 5 * 16 + 1.
+    // Move it to position 6 * 16 + 1: row 70, outside the matrix.
+    std::size_t const at = std::size_t(t.tile_offset()[2]) * 16 + 48 + 16;
+    REQUIRE(t.data()[at] == 5 * 16 + 1);
+    t.data()[at] = 6 * 16 + 1;
+    REQUIRE(has(error_text([&] { validate(t); }), "tile 2, sub-tile 0: value 0 sits at (70, 129), outside the 70 x 130 matrix"));
+  }
+  {
+    auto t = make();
+    t.tile_offset()[1] += 1;
+    REQUIRE(has(error_text([&] { validate(t); }), "tile 0: a record of 2 values takes 80 bytes, tile_offset gives 96"));
+  }
+  REQUIRE(has(error_text([] { tile_offsets_from_dense(dense_view<bf16 const>{}, 48, 24); }),
+              "tiles must be multiples of 16 x 16"));
+}
+
+TEST_CASE("prune_magnitude and prune_blocks_l2: targets, ties and refusals", "[train][tc]") {
+  dense_matrix<float> w(2, 2);
+  w(0, 0) = 1;
+  w(0, 1) = -3;
+  w(1, 0) = 2;
+  w(1, 1) = 0.5f;
+  auto p = train::prune_magnitude(w.view(), 0.5);
+  REQUIRE(std::vector<float>(p.values().begin(), p.values().end()) == std::vector<float>{0, -3, 2, 0});
+  dense_matrix<float> ties(2, 2);
+  for (auto& x : ties.values()) x = -1.f;
+  auto pt = train::prune_magnitude(ties.view(), 0.5);  // equal magnitudes: the lower flat index goes first
+  REQUIRE(std::vector<float>(pt.values().begin(), pt.values().end()) == std::vector<float>{0, 0, -1, -1});
+  REQUIRE(train::prune_magnitude(w.view(), 0.0).values()[3] == 0.5f);
+  auto big = random_sparse(64, 96, 1.0, 3);
+  auto pb = train::prune_magnitude(big.view(), 0.9);
+  std::int64_t nz = 0;
+  for (auto x : pb.values()) nz += float(x) != 0.f;
+  REQUIRE(nz == 64 * 96 - std::llround(0.9 * 64 * 96));
+
+  w(1, 0) = std::numeric_limits<float>::quiet_NaN();
+  REQUIRE(has(error_text([&] { train::prune_magnitude(w.view(), 0.5); }), "prune_magnitude: w(1, 0) is NaN"));
+  REQUIRE(has(error_text([&] { train::prune_blocks_l2(w.view(), 1, 1, 0.5); }), "prune_blocks_l2: w(1, 0) is NaN"));
+  w(1, 0) = 2;
+  REQUIRE(has(error_text([&] { train::prune_magnitude(w.view(), 1.0); }), "target sparsity must be in [0, 1), got 1"));
+  REQUIRE(has(error_text([&] { train::prune_magnitude(w.view(), -0.1); }), "target sparsity must be in [0, 1), got -0.1"));
+  REQUIRE(has(error_text([&] { train::prune_blocks_l2(w.view(), 0, 2, 0.5); }), "block shape must be positive"));
+
+  // 4 x 5 in 2 x 2 blocks (a 2 x 3 block grid, last column partial). Squared norms:
+  // block 0: 1+1+1+1 = 4, block 1: 9, block 2: 4 (one element 2), block 3: 0.25, block 4: 4, block 5: 100.
+  dense_matrix<float> b(4, 5);
+  for (auto& x : b.values()) x = 0;
+  b(0, 0) = b(0, 1) = b(1, 0) = b(1, 1) = 1;
+  b(0, 2) = 3;
+  b(1, 4) = 2;
+  b(2, 0) = 0.5f;
+  b(3, 3) = 2;
+  b(2, 4) = 10;
+  auto q = train::prune_blocks_l2(b.view(), 2, 2, 0.5);  // zero 3: block 3 (0.25), then blocks 0 and 2 (4; ties by index)
+  REQUIRE(q(0, 0) == 0);
+  REQUIRE(q(1, 4) == 0);
+  REQUIRE(q(2, 0) == 0);
+  REQUIRE(q(0, 2) == 3);
+  REQUIRE(q(3, 3) == 2);
+  REQUIRE(q(2, 4) == 10);
+  auto qb = block_sparse_from_dense(q.view(), 2, 2);
+  REQUIRE(qb.nnzb() == 3);
+}
+
+TEST_CASE("tc_linear references on hand-computed cases", "[linear][tc]") {
+  // X 2 x 3, W 2 x 3 (out x in): Y = X W^T.
+  dense_matrix<bf16> x(2, 3), w(2, 3);
+  float xv[] = {1, 2, 3, -1, 0.5f, 4}, wv[] = {1, 0, -1, 2, 1, 0};
+  for (int i = 0; i < 6; ++i) {
+    x.values()[std::size_t(i)] = bf16(xv[i]);
+    w.values()[std::size_t(i)] = bf16(wv[i]);
+  }
+  dense_matrix<float> y(2, 2);
+  ops::tc_linear(host_exec{}, std::as_const(x).view(), std::as_const(w).view(), y.view());
+  // row 0: (1 - 3, 2 + 2) = (-2, 4); row 1: (-1 - 4, -2 + 0.5) = (-5, -1.5)
+  REQUIRE(std::vector<float>(y.values().begin(), y.values().end()) == std::vector<float>{-2, 4, -5, -1.5f});
+  float bias[] = {10, -3};
+  auto epi = epilogue_relu<float>(bias);  // bias per output feature m, then ReLU
+  ops::tc_linear(host_exec{}, std::as_const(x).view(), std::as_const(w).view(), y.view(), epi);
+  REQUIRE(std::vector<float>(y.values().begin(), y.values().end()) == std::vector<float>{8, 1, 5, 0});
+  // bf16 output: rounded once (1/3 * 3 would not be exact; here 257 -> 256 under bf16's 8 bits).
+  dense_matrix<bf16> x1(1, 1), w1(1, 1);
+  x1(0, 0) = bf16(1.f);
+  w1(0, 0) = bf16(256.f);
+  dense_matrix<bf16> y1(1, 1);
+  float one = 1;
+  basic_epilogue<float> e1;
+  e1.bias = &one;
+  ops::tc_linear(host_exec{}, std::as_const(x1).view(), std::as_const(w1).view(), y1.view(), e1);
+  REQUIRE(float(y1(0, 0)) == 256.f);
+
+  // The three references agree on finite data (the same products summed with k ascending).
+  auto wr = random_sparse(70, 90, 0.2, 11);
+  auto xr = random_sparse(5, 90, 0.9, 12);
+  dense_matrix<float> yd(5, 70), yb(5, 70), yt(5, 70);
+  reference::tc_linear(std::as_const(xr).view(), std::as_const(wr).view(), yd.view(), epilogue_none<float>());
+  auto wb = block_sparse_from_dense(wr.view(), 16, 32);
+  reference::tc_linear(std::as_const(xr).view(), wb.view(), yb.view(), epilogue_none<float>());
+  auto wt = tile_offsets_from_dense(wr.view());
+  reference::tc_linear(std::as_const(xr).view(), wt.view(), yt.view(), epilogue_none<float>());
+  REQUIRE(same_bits(yd, yb));
+  REQUIRE(same_bits(yd, yt));
+
+  // NaN in X spreads through a stored block's zeros, not through a block that is not stored.
+  dense_matrix<bf16> ws(32, 32), xs(1, 32);
+  for (auto& v : ws.values()) v = bf16(0.f);
+  for (auto& v : xs.values()) v = bf16(1.f);
+  ws(0, 0) = bf16(1.f);                                     // block (0, 0) of 16 x 16 stored
+  xs(0, 1) = bf16(std::numeric_limits<float>::quiet_NaN());  // column 1: inside block (0, 0)
+  dense_matrix<float> yn(1, 32);
+  reference::tc_linear(std::as_const(xs).view(), block_sparse_from_dense(ws.view(), 16, 16).view(), yn.view(), epilogue_none<float>());
+  REQUIRE(std::isnan(yn(0, 0)));
+  REQUIRE(std::isnan(yn(0, 15)));  // W row 15 is zero inside the stored block: 0 * NaN
+  REQUIRE(yn(0, 16) == 0.f);       // block row 1 stores nothing
+}
+
+TEST_CASE("tc_linear_can_implement refuses what the kernels cannot take", "[linear][tc]") {
+  REQUIRE(ops::tc_linear_can_implement(policy::tc_dense_mma{}, 4000, 3000, arch{9, 0}));
+  REQUIRE(has(ops::tc_linear_can_implement(policy::tc_dense_mma{}, 10, 10, arch{7, 5}).why(), "needs sm_80 or newer"));
+  REQUIRE(has(ops::tc_linear_can_implement(policy::tc_block_sparse_mma{}, 64, 64, 8, 16).why(),
+              "blocks of 8 x 16 are not compiled"));
+  REQUIRE(ops::tc_linear_can_implement(policy::tc_block_sparse_mma{}, 64, 64, 64, 16));
+  REQUIRE(has(ops::tc_linear_can_implement(policy::tc_tile_offsets_mma{}, 64, 64, 32, 64).why(),
+              "tiles of 32 x 64 are not compiled"));
+  REQUIRE(policy::tc_choose_splits(172, 264, 64, policy::tc_tuning_sm90) == 3);  // 516 blocks: 1.95 waves
+  REQUIRE(policy::tc_choose_splits(4 * 264, 264, 64, policy::tc_tuning_sm90) == 1);  // whole waves already
+  REQUIRE(policy::tc_choose_splits(10, 264, 6, policy::tc_tuning_sm90) == 1);  // too few k-blocks to split
+}
