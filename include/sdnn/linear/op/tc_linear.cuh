@@ -112,6 +112,7 @@ class tc_linear_plan {
   tc_linear_plan(weights_type const& w, cuda_exec exec, plan_options opt = {},
                  policy::tc_shape shape = policy::tc_shape::automatic)
       : shape_(shape), runs_(exec) {
+    exec = runs_.owned(exec);  // every buffer below waits for the plan's streams when released
     arch_ = ::sdnn::detail::current_arch();
     tuning_ = policy::tc_tuning_for(arch_);
     if constexpr (dense) {
@@ -357,7 +358,7 @@ class tc_linear_plan {
   block_sparse_matrix<T, device_space> bsr_;
   tile_offsets_matrix<T, device_space> tiles_;
   buffer<unsigned char, device_space> ws_;
-  ::sdnn::detail::run_streams runs_;  // last: destroyed first, so the buffers above wait for every run
+  ::sdnn::detail::run_streams runs_;  // the streams its buffers wait for when released (core/plan.cuh)
 };
 
 }  // namespace sdnn::ops
