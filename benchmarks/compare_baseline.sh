@@ -9,8 +9,10 @@
 # BASE_SRC: the baseline sources (built into BASE_SRC/build-cmp); NEW_BUILD: this tree's build
 # directory (built with benchmarks). Writes OUT/compare_{graph,kernels}.jsonl and, through
 # benchmarks/compare_baseline.py, OUT/compare.md and OUT/compare.png.
-# env: CONFIGS (N:L list, default "1024:120 4096:120 1024:480"), JOBS (default 16),
-#      ARCH (default 90), KERNELS=0 skips the kernel benchmarks.
+# env: CONFIGS (N:L list, default "1024:120 4096:120 1024:480"), POLICIES (graph_challenge
+#      --policy values, "default" for its default; default "default"), JOBS (default 16),
+#      ARCH (default 90), KERNELS=0 skips the kernel benchmarks, KERNEL_FAMILIES (default
+#      "spmm row_skip gemm"). A BASE_SRC whose build-cmp/ already holds the programs is not rebuilt.
 set -uo pipefail
 BASE=${1:?usage: compare_baseline.sh BASE_SRC NEW_BUILD OUT [ROUNDS]}
 NEW=${2:?usage}
@@ -34,17 +36,21 @@ for r in $(seq 1 "$ROUNDS"); do
   for cfg in ${CONFIGS:-1024:120 4096:120 1024:480}; do
     n=${cfg%%:*}
     l=${cfg##*:}
-    for side in base new; do
-      if [ $side = base ]; then exe=$BB/examples/graph_challenge/graph_challenge; else exe=$NEW/examples/graph_challenge/graph_challenge; fi
-      line=$("$exe" bench --neurons "$n" --layers "$l" --reps 3 2>/dev/null | grep '^{"family"')
-      echo "${line%\}},\"side\":\"$side\",\"round\":$r}" >> "$G"
+    for pol in ${POLICIES:-default}; do
+      pargs=()
+      [ "$pol" != default ] && pargs=(--policy "$pol")
+      for side in base new; do
+        if [ $side = base ]; then exe=$BB/examples/graph_challenge/graph_challenge; else exe=$NEW/examples/graph_challenge/graph_challenge; fi
+        line=$("$exe" bench --neurons "$n" --layers "$l" --reps 3 "${pargs[@]}" 2>/dev/null | grep '^{"family"')
+        echo "${line%\}},\"side\":\"$side\",\"round\":$r}" >> "$G"
+      done
     done
   done
 done
 if [ "${KERNELS:-1}" = 1 ]; then
   for side in base new; do
     if [ $side = base ]; then B=$BB; else B=$NEW; fi
-    for fam in spmm row_skip gemm; do
+    for fam in ${KERNEL_FAMILIES:-spmm row_skip gemm}; do
       args=""
       [ $fam = spmm ] && args="--quick"
       [ $fam = gemm ] && args="--quick"

@@ -6,6 +6,11 @@
 # of benchmarks/compare_baseline.sh (CONFIGS, default 1024:120). NO_SANITIZE=1 skips every
 # compute-sanitizer run. Logs under $OUT.
 #   benchmarks/session_gpu.sh [build-dir]
+# With BUNDLE=archive (benchmarks/make_bundle.sh: binaries built on a machine without a GPU) the
+# archive is unpacked into build-dir instead of configuring and building: the device test program
+# runs once (TESTS, default every case), under memcheck (SANITIZE_FILTER) and racecheck
+# (RACECHECK_FILTER), then each benchmark of BENCHES ("name args;name args", JSON lines to
+# $OUT/<name>.jsonl) and, when the bundle has base/, the comparison with it (CONFIGS, POLICIES).
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/common/gpu_env.sh
 source "$(dirname "$0")/common/gpu_env.sh"
@@ -13,6 +18,51 @@ cd "$SDNN_ROOT" || exit 1
 B=${1:-build-gpu}  # relative to the repository root
 use_out "${OUT:-$B/session}" || exit 1
 export OUT  # gpu_check.sh writes its summary.txt there, the lines below append to it
+if [ -n "${BUNDLE:-}" ]; then
+  mkdir -p "$B" && tar -xJf "$BUNDLE" -C "$B" || exit 1
+  gpu_banner "session_gpu (bundle: $(head -1 "$B/manifest.txt"))"
+  # The tests read their data where the bundle was built: point that path at this checkout.
+  data=$(awk '/^test_data_dir/ {print $2}' "$B/manifest.txt")
+  if [ -n "$data" ] && [ ! -e "$data" ]; then mkdir -p "$(dirname "$data")" && ln -s "$SDNN_ROOT/tests/data" "$data"; fi
+  cudnn=$(python3 -c "import nvidia.cudnn as m; print(list(m.__path__)[0])" 2>/dev/null)
+  LD_LIBRARY_PATH="$(abs_path "$B")/lib${cudnn:+:$cudnn/lib}:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH
+  CT=$B/tests/sdnn_cuda_tests
+  missing=$(ldd "$CT" | grep "not found")
+  [ -n "$missing" ] && say "missing libraries: $missing"
+  rc=0
+  t0=$(date +%s)
+  SDNN_REQUIRE_GPU=1 timeout "${TESTS_TIMEOUT:-300}" "$CT" ${TESTS:+"$TESTS"} --durations yes >"$OUT/tests.log" 2>&1 || rc=1
+  say "device tests (${TESTS:-all}) in $(( $(date +%s) - t0 )) s: $(grep -E '^(All tests passed|test cases:)' "$OUT/tests.log" | tail -1)"
+  grep -E "FAILED|failed" -A6 "$OUT/tests.log" | head -60
+  tools="memcheck racecheck"
+  [ "${NO_SANITIZE:-0}" = 1 ] && tools=""
+  for tool in $tools; do
+    if [ "$tool" = memcheck ]; then f=${SANITIZE_FILTER:-"~[challenge]~[indices_huge]~[big]"}; else f=${RACECHECK_FILTER:-"[panels_race]"}; fi
+    t0=$(date +%s)
+    SDNN_REQUIRE_GPU=1 timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --report-api-errors no \
+      --error-exitcode 99 "$CT" "$f" >"$OUT/sanitizer_$tool.log" 2>&1
+    r=$?; [ $r -ne 0 ] && rc=1
+    say "compute-sanitizer $tool on \"$f\": rc=$r in $(( $(date +%s) - t0 )) s; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.log" | tail -1) $(grep -E '^(All tests passed|test cases:)' "$OUT/sanitizer_$tool.log" | tail -1)"
+  done
+  IFS=';' read -r -a benches <<<"${BENCHES:-}"
+  for spec in "${benches[@]}"; do
+    read -r -a words <<<"$spec"
+    [ ${#words[@]} -eq 0 ] && continue
+    name=${words[0]}
+    SDNN_BENCH_JSON="$OUT/$name.jsonl" timeout "${BENCH_TIMEOUT:-200}" "$B/benchmarks/$name" "${words[@]:1}" \
+      >"$OUT/$name.log" 2>&1 || rc=1
+    say "$name ${words[*]:1}: $(wc -l <"$OUT/$name.jsonl" 2>/dev/null || echo 0) JSON lines"
+  done
+  if [ -d "$B/base" ]; then
+    mkdir -p "$OUT/compare-base" && ln -sfn "$(abs_path "$B")/base" "$OUT/compare-base/build-cmp"
+    CONFIGS=${CONFIGS:-1024:120} KERNEL_FAMILIES=spmm benchmarks/compare_baseline.sh "$OUT/compare-base" "$B" \
+      "$OUT/compare" "${COMPARE_ROUNDS:-3}" >"$OUT/compare.log" 2>&1 || rc=1
+    [ -f "$OUT/compare/compare.md" ] && cat "$OUT/compare/compare.md"
+  fi
+  say "== session_gpu (bundle) status: $([ $rc = 0 ] && echo PASS || echo FAIL)"
+  exit $rc
+fi
 SANITIZE_FILTER=${SANITIZE_FILTER:-'~[challenge]~[indices_huge]'} RACECHECK_FILTER=${RACECHECK_FILTER:-'[panels_race]'} \
   benchmarks/gpu_check.sh "$B"
 rc=$?
