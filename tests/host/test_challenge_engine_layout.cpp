@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory_resource>
 #include <numeric>
 #include <random>
 #include <set>
@@ -210,6 +211,81 @@ TEST_CASE("engine layout: the streaming build on several threads gives the same 
         opt, 4);
   });
   REQUIRE(sdnn_test::has(why, "cannot make layer 7"));
+}
+
+namespace {
+// A memory resource that counts its allocations and live bytes (the streamed plan's pinned memory).
+struct counting_resource final : std::pmr::memory_resource {
+  std::size_t allocations = 0, live = 0;
+  void* do_allocate(std::size_t bytes, std::size_t align) override {
+    ++allocations;
+    live += bytes;
+    return std::pmr::new_delete_resource()->allocate(bytes, align);
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t align) override {
+    live -= bytes;
+    std::pmr::new_delete_resource()->deallocate(p, bytes, align);
+  }
+  bool do_is_equal(std::pmr::memory_resource const& o) const noexcept override { return this == &o; }
+};
+}  // namespace
+
+TEST_CASE("engine layout: terms built in a given memory resource are the same, held in one array of their size",
+          "[engine_layout]") {
+  std::vector<matrix> official;
+  for (int l = 0; l < 12; ++l) official.push_back(data::official_1024_layer(l));
+  std::vector<matrix> changed;  // layer 5 off the fast path: the 16-bit terms so far turn compact there
+  for (int l = 0; l < 12; ++l) changed.push_back(data::official_1024_layer(l));
+  changed[5].values()[9] = 0.125f;
+  std::vector<matrix> many;  // layer 2 with more than 65535 distinct weights: wide terms from there
+  for (std::int32_t l = 0; l < 4; ++l) many.push_back(sdnn_test::many_weights_layer(2048, l));
+  std::vector<matrix> fast_then_many;  // the 16-bit terms of layers 0-1 turn wide at layer 2
+  for (std::int32_t l = 0; l < 2; ++l) fast_then_many.push_back(data::radixnet_layer(2048, l, 5));
+  fast_then_many.push_back(sdnn_test::many_weights_layer(2048, 2));
+  REQUIRE_FALSE(layout_of(fast_then_many, -0.05f, {}).compact);
+  check(fast_then_many, -0.05f, sdnn_test::spread_inputs(40, 2048), {}, "fast path, then many distinct weights");
+  struct network {
+    char const* what;
+    std::vector<matrix> const* ws;
+  };
+  for (auto const& net : {network{"official", &official}, network{"official, layer 5 changed", &changed},
+                          network{"many distinct weights", &many},
+                          network{"fast path, then many distinct weights", &fast_then_many}})
+    for (bool fold : {false, true})
+      for (bool fast : {true, false}) {
+        INFO(net.what << ", folding " << fold << ", fast path " << fast);
+        ops::challenge_engine_options opt;
+        opt.structure.folding = fold;
+        opt.fast_path = fast;
+        auto const& ws = *net.ws;
+        auto prepare = [&](std::int32_t l) {
+          return ops::prepare_engine_layer(ws[static_cast<std::size_t>(l)], l, -0.3f, opt);
+        };
+        auto const want = layout_of(ws, -0.3f, opt);
+        counting_resource mem;
+        {
+          auto const got = ops::build_challenge_engine_layout(static_cast<std::int32_t>(ws.size()), prepare, opt, 3, &mem);
+          REQUIRE(got.uniform == want.uniform);
+          REQUIRE(got.compact == want.compact);
+          REQUIRE(got.uniform_terms == want.uniform_terms);
+          REQUIRE(got.compact_terms == want.compact_terms);
+          REQUIRE(got.wide.size() == want.wide.size());
+          REQUIRE((want.wide.empty() ||
+                   std::memcmp(got.wide.data(), want.wide.data(), want.wide.size() * sizeof(want.wide[0])) == 0));
+          REQUIRE(std::memcmp(got.desc.data(), want.desc.data(), want.desc.size() * sizeof(want.desc[0])) == 0);
+          REQUIRE(got.values == want.values);
+          REQUIRE(got.uniform_terms.get_allocator().resource() == &mem);
+          REQUIRE(got.compact_terms.get_allocator().resource() == &mem);
+          REQUIRE(got.wide.get_allocator().resource() == &mem);
+          // the resource holds the terms and nothing more
+          auto const bytes = static_cast<std::size_t>(ops::challenge_engine_term_count(got)) *
+                             ops::challenge_engine_term_bytes(got);
+          REQUIRE(mem.live == bytes);
+          // equal layers (every class of 32 terms, unfolded): one allocation, no growth, no trim
+          if (net.ws == &official && !fold) REQUIRE(mem.allocations == 1);
+        }
+        REQUIRE(mem.live == 0);
+      }
 }
 
 TEST_CASE("engine layout: networks that break each proof, many distinct weights, NaN", "[engine_layout][challenge]") {

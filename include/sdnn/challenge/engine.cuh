@@ -18,6 +18,7 @@
 #include <future>
 #include <limits>
 #include <memory>
+#include <memory_resource>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -35,6 +36,26 @@
 
 namespace sdnn::ops {
 
+// Page-locked host memory (cudaMallocHost / cudaFreeHost) as a std::pmr resource: a streamed
+// plan (weights = host) builds its term arrays in it, and the copy stream reads them there.
+class challenge_engine_pinned_resource final : public std::pmr::memory_resource {
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    SDNN_EXPECTS(alignment <= 4096, "challenge engine: pinned memory aligned to ", alignment, " bytes");  // pages
+    void* p = nullptr;
+    SDNN_CUDA_CHECK(cudaMallocHost(&p, bytes > 0 ? bytes : 1));
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t, std::size_t) override {
+    sdnn::detail::cuda_check_noexcept(cudaFreeHost(p), "cudaFreeHost");
+  }
+  bool do_is_equal(std::pmr::memory_resource const& other) const noexcept override { return this == &other; }
+};
+// The one instance, never destroyed (arrays freed during static destruction still find it).
+inline std::pmr::memory_resource* challenge_engine_pinned_memory() {
+  static auto* const r = new challenge_engine_pinned_resource();
+  return r;
+}
+
 class challenge_engine_plan {
  public:
   // layers: host CSR (row = input neuron, col = output neuron), all N x N; bias: the
@@ -45,7 +66,8 @@ class challenge_engine_plan {
     SDNN_EXPECTS(!layers.empty(), "challenge engine: needs at least one layer");
     upload(build_challenge_engine_layout(
                static_cast<std::int32_t>(layers.size()),
-               [&](std::int32_t l) { return prepare_engine_layer(layers[l], l, bias_, opt_); }, opt_),
+               [&](std::int32_t l) { return prepare_engine_layer(layers[l], l, bias_, opt_); }, opt_, 1,
+               terms_memory()),
            exec);
   }
 
@@ -59,11 +81,18 @@ class challenge_engine_plan {
                         challenge_engine_options opt = {}, int threads = 1)
       : opt_(opt), bias_(bias), runs_(exec) {
     upload(build_challenge_engine_layout(
-               layers, [&](std::int32_t l) { return prepare_engine_layer(make(l), l, bias_, opt_); }, opt_, threads),
+               layers, [&](std::int32_t l) { return prepare_engine_layer(make(l), l, bias_, opt_); }, opt_, threads,
+               terms_memory()),
            exec);
   }
 
  private:
+  // Where the build puts the terms: weights = host streams them, known before the build, so they
+  // are built in pinned memory and kept there (plan_stream); else pageable memory.
+  std::pmr::memory_resource* terms_memory() const {
+    return opt_.weights == weight_placement::host ? challenge_engine_pinned_memory() : std::pmr::get_default_resource();
+  }
+
   // Takes the layout's host arrays and metadata, chooses threads per row and where the team
   // buffers live, and uploads (synchronising exec.stream once, at the end).
   void upload(challenge_engine_layout lay, cuda_exec exec) {
@@ -145,9 +174,9 @@ class challenge_engine_plan {
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // uploads from pageable memory done
   }
 
-  // Streamed weights: the schedule for the budget less the resident part, the terms copied into
+  // Streamed weights: the schedule for the budget less the resident part, the terms kept in
   // pinned host memory, two device slots, the copy stream and its events.
-  void plan_stream(challenge_engine_layout const& lay, std::uint64_t budget, cuda_exec exec) {
+  void plan_stream(challenge_engine_layout& lay, std::uint64_t budget, cuda_exec exec) {
     std::size_t const tb = challenge_engine_term_bytes(lay);
     std::int64_t const count = challenge_engine_term_count(lay);
     std::uint64_t const terms_bytes = static_cast<std::uint64_t>(count) * tb;
@@ -160,11 +189,15 @@ class challenge_engine_plan {
                                     opt_.stream_park_rows);
     term_bytes_ = tb;
     device_bytes_ = fixed + 2 * sched_.slot_bytes;
-    h_terms_ = buffer<unsigned char, pinned_space>(static_cast<std::size_t>(terms_bytes));
-    void const* src = lay.uniform   ? static_cast<void const*>(lay.uniform_terms.data())
-                      : lay.compact ? static_cast<void const*>(lay.compact_terms.data())
-                                    : static_cast<void const*>(lay.wide.data());
-    if (terms_bytes) std::memcpy(h_terms_.data(), src, static_cast<std::size_t>(terms_bytes));
+    // The terms stay in pinned host memory for the copy stream. weights = host built them there
+    // (terms_memory()): the plan takes the array over, nothing is copied. automatic learns only
+    // now, after the build, that it streams: one copy of the terms into pinned memory.
+    if (uniform_)
+      keep_pinned(h_uniform_, lay.uniform_terms);
+    else if (compact_)
+      keep_pinned(h_compact_, lay.compact_terms);
+    else
+      keep_pinned(h_wide_, lay.wide);
     for (auto& slot : d_slot_) slot = buffer<unsigned char, device_space>(static_cast<std::size_t>(sched_.slot_bytes), exec);
     cudaStream_t cs = nullptr;
     SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
@@ -173,6 +206,23 @@ class challenge_engine_plan {
     for (auto& e : free_) e = make_event(false);
     fork_ = make_event(false);
     h_count_ = buffer<int, pinned_space>(2);
+  }
+  // to = from's terms in pinned memory: from's array itself when it is pinned, else a copy.
+  template <class V>
+  static void keep_pinned(V& to, V& from) {
+    if (from.get_allocator().resource()->is_equal(*to.get_allocator().resource())) {
+      to = std::move(from);  // the same resource: the array moves
+    } else {
+      to.reserve(from.size());
+      to.assign(from.begin(), from.end());
+      V(from.get_allocator()).swap(from);
+    }
+  }
+  // The streamed terms' bytes (one of the three arrays).
+  unsigned char const* host_terms() const noexcept {
+    return uniform_   ? reinterpret_cast<unsigned char const*>(h_uniform_.data())
+           : compact_ ? reinterpret_cast<unsigned char const*>(h_compact_.data())
+                      : reinterpret_cast<unsigned char const*>(h_wide_.data());
   }
 
  public:
@@ -320,7 +370,7 @@ class challenge_engine_plan {
       SDNN_CUDA_CHECK(cudaEventRecord(timing.back().first.get(), copy_.get()));
       if (bytes)
         SDNN_CUDA_CHECK(cudaMemcpyAsync(d_slot_[s].data(),
-                                        h_terms_.data() + static_cast<std::size_t>(win.term_begin) * term_bytes_, bytes,
+                                        host_terms() + static_cast<std::size_t>(win.term_begin) * term_bytes_, bytes,
                                         cudaMemcpyHostToDevice, copy_.get()));
       SDNN_CUDA_CHECK(cudaEventRecord(timing.back().second.get(), copy_.get()));
       SDNN_CUDA_CHECK(cudaEventRecord(loaded_[s].get(), copy_.get()));
@@ -475,7 +525,10 @@ class challenge_engine_plan {
   bool streamed_ = false;
   challenge_engine_stream_schedule sched_;
   std::size_t term_bytes_ = 0;
-  buffer<unsigned char, pinned_space> h_terms_;
+  // the terms in pinned host memory (the one array of the layout's encoding)
+  std::pmr::vector<std::uint16_t> h_uniform_{challenge_engine_pinned_memory()};
+  std::pmr::vector<challenge_engine_compact_term> h_compact_{challenge_engine_pinned_memory()};
+  std::pmr::vector<challenge_engine_term> h_wide_{challenge_engine_pinned_memory()};
   mutable buffer<unsigned char, device_space> d_slot_[2];  // run() rewrites them
   std::unique_ptr<std::remove_pointer_t<cudaStream_t>, stream_deleter> copy_;
   event_ptr loaded_[2], free_[2], fork_;
