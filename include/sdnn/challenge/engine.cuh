@@ -68,7 +68,7 @@ class challenge_engine_plan {
                static_cast<std::int32_t>(layers.size()),
                [&](std::int32_t l) { return prepare_engine_layer(layers[l], l, bias_, opt_); }, opt_, 1,
                terms_memory()),
-           exec);
+           runs_.owned(exec));  // the plan's buffers wait for every stream it ran on when released
   }
 
   // The streaming form, for networks too large to hold on the host at once (65536 x 1920 is
@@ -83,7 +83,7 @@ class challenge_engine_plan {
     upload(build_challenge_engine_layout(
                layers, [&](std::int32_t l) { return prepare_engine_layer(make(l), l, bias_, opt_); }, opt_, threads,
                terms_memory()),
-           exec);
+           runs_.owned(exec));
   }
 
  private:
@@ -535,7 +535,7 @@ class challenge_engine_plan {
   mutable buffer<int, pinned_space> h_count_;   // counts of the last pass (live, overflow)
   mutable int held_[2] = {-1, -1};              // the window each slot holds (-1: none)
   mutable int last_slot_ = 1;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+  sdnn::detail::run_streams runs_;  // the streams the plan's buffers wait for when released
 };
 
 }  // namespace sdnn::ops
