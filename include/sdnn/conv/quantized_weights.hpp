@@ -39,9 +39,9 @@ struct quantized_conv_weights {
   float decode(std::int64_t e) const { return enc.decode(e, channel_of(e)); }
 };
 
-// Checks the format's invariants: those of sparse_conv_weights (sizes, offsets) and the
-// encoding's array sizes (int8: nnz codes, 1 or K scales and zero points; codebook4:
-// (nnz + 1) / 2 packed bytes).
+// Checks the format's invariants: those of sparse_conv_weights (sizes, offsets at filter
+// positions) and the encoding's array sizes (int8: nnz codes, 1 or K scales and zero points;
+// codebook4: (nnz + 1) / 2 packed bytes).
 template <class Encoding>
 void validate(quantized_conv_weights<Encoding> const& w) {
   w.shape.check();
@@ -50,11 +50,9 @@ void validate(quantized_conv_weights<Encoding> const& w) {
                w.nnz_per_channel);
   SDNN_EXPECTS(w.offsets.size() == static_cast<std::size_t>(w.nnz()), "quantized_conv_weights: expected ", w.nnz(),
                " offsets, got ", w.offsets.size());
-  std::int64_t const limit = std::int64_t(w.shape.C) * w.shape.Hp() * w.shape.Wp();
   for (std::int64_t e = 0; e < w.nnz(); ++e) {
     std::int32_t const o = w.offsets[static_cast<std::size_t>(e)];
-    SDNN_EXPECTS(o >= 0 && o < limit, "quantized_conv_weights: offsets[", e, "] = ", o,
-                 " is out of range for C*Hp*Wp = ", limit);
+    detail::check_filter_offset(w.shape, e, o, "quantized_conv_weights");
     SDNN_EXPECTS(e % w.nnz_per_channel == 0 || w.offsets[static_cast<std::size_t>(e - 1)] < o,
                  "quantized_conv_weights: offsets must increase within a row, offsets[", e, "] = ", o);
   }

@@ -69,7 +69,23 @@ sparse_conv_weights<T> make_conv_weights(conv_shape const& shape, pruning_result
   return w;
 }
 
-// Checks the format's invariants (sizes, offsets in range and increasing per row).
+namespace detail {
+// Checks that offset o (entry e) is c*Hp*Wp + r*dil_h*Wp + s*dil_w for some c < C, r < R, s < S:
+// the only offsets a dense filter has, so every read of the window stays inside the padded map.
+// The decomposition is unique: check() bounds (R-1)*dil_h < Hp and (S-1)*dil_w < Wp.
+inline void check_filter_offset(conv_shape const& sh, std::int64_t e, std::int32_t o, char const* what) {
+  std::int64_t const Hp = sh.Hp(), Wp = sh.Wp(), limit = std::int64_t(sh.C) * Hp * Wp;
+  SDNN_EXPECTS(o >= 0 && o < limit, what, ": offsets[", e, "] = ", o, " is out of range for C*Hp*Wp = ", limit);
+  std::int64_t const rem = o % (Hp * Wp), y = rem / Wp, x = rem % Wp;
+  SDNN_EXPECTS(y % sh.dil_h == 0 && y / sh.dil_h < sh.R && x % sh.dil_w == 0 && x / sh.dil_w < sh.S, what,
+               ": offsets[", e, "] = ", o, " is not a filter position: it is row ", y, ", column ", x, " of channel ",
+               o / (Hp * Wp), "'s ", Hp, " x ", Wp, " padded map, expected a row r*", sh.dil_h, " (r < ", sh.R,
+               ") and a column s*", sh.dil_w, " (s < ", sh.S, ")");
+}
+}  // namespace detail
+
+// Checks the format's invariants (sizes; every offset a real (c, r, s) position of the filter,
+// increasing per row).
 template <class T>
 void validate(sparse_conv_weights<T> const& w) {
   w.shape.check();
@@ -79,11 +95,9 @@ void validate(sparse_conv_weights<T> const& w) {
   SDNN_EXPECTS(w.offsets.size() == static_cast<std::size_t>(w.nnz()) && w.values.size() == w.offsets.size(),
                "sparse_conv_weights: expected ", w.nnz(), " offsets and values, got ", w.offsets.size(), " and ",
                w.values.size());
-  std::int64_t const limit = std::int64_t(w.shape.C) * w.shape.Hp() * w.shape.Wp();
   for (std::int64_t e = 0; e < w.nnz(); ++e) {
     std::int32_t const o = w.offsets[static_cast<std::size_t>(e)];
-    SDNN_EXPECTS(o >= 0 && o < limit, "sparse_conv_weights: offsets[", e, "] = ", o, " is out of range for C*Hp*Wp = ",
-                 limit);
+    detail::check_filter_offset(w.shape, e, o, "sparse_conv_weights");
     SDNN_EXPECTS(e % w.nnz_per_channel == 0 || w.offsets[static_cast<std::size_t>(e - 1)] < o,
                  "sparse_conv_weights: offsets must increase within a row, offsets[", e, "] = ", o);
   }
@@ -117,10 +131,14 @@ struct tiled_conv_entries {
 // exactly because r*dil_h < Hp and s*dil_w < Wp.
 template <class T>
 tiled_conv_entries<T> make_tiled_entries(sparse_conv_weights<T> const& w, int cc, int sh, int sw) {
+  validate(w);  // an offset off the filter would land outside the device kernel's window
   conv_shape const& s = w.shape;
   SDNN_EXPECTS(cc >= 1 && sh >= (s.R - 1) * s.dil_h + 1 && sw >= (s.S - 1) * s.dil_w + 1,
                "make_tiled_entries: tile ", cc, " x ", sh, " x ", sw, " cannot hold the ", s.R, " x ", s.S,
                " kernel with dilation ", s.dil_h, " x ", s.dil_w);
+  std::int64_t const plane = std::int64_t(sh) * sw, limit = std::int64_t(1) << 31;  // sh, sw >= 1 here
+  SDNN_EXPECTS(plane < limit && cc * plane < limit, "make_tiled_entries: tile ", cc, " x ", sh, " x ", sw,
+               " has more than 2^31 - 1 elements (tile offsets are int32)");
   tiled_conv_entries<T> t;
   t.cc = cc;
   t.sh = sh;

@@ -65,6 +65,7 @@ std::vector<double> pad_input(conv_shape const& sh, std::int64_t N, TI const* in
 template <class TI, class T>
 std::vector<double> conv_reference(sparse_conv_weights<T> const& w, std::int64_t N, TI const* in,
                                    float const* bias = nullptr, bool relu = false) {
+  validate(w);  // every offset a filter position, so base + offset stays inside the padded map
   conv_shape const& sh = w.shape;
   int const OH = sh.OH(), OW = sh.OW(), Hp = sh.Hp(), Wp = sh.Wp();
   std::vector<double> const p = pad_input(sh, N, in);
