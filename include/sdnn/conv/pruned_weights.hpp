@@ -114,6 +114,9 @@ SDNN_HOST_DEVICE inline bool is_nan_bits(float w) {
 
 inline void check_prune_args(std::int64_t K, std::int64_t F, double sparsity, prune_rule rule, std::int64_t uniform_nnz) {
   SDNN_EXPECTS(K >= 1 && F >= 1, "prune_uniform: K and F must be >= 1, got K=", K, " F=", F);
+  // Filter indices are int32 and the tensor has K * F entries: refuse before anything multiplies.
+  SDNN_EXPECTS(F <= INT32_MAX && K <= INT64_MAX / F, "prune_uniform: a K x F = ", K, " x ", F,
+               " tensor is too large (F must fit int32 filter indices and K * F int64)");
   SDNN_EXPECTS(sparsity >= 0.0 && sparsity <= 1.0, "prune_uniform: sparsity must be in [0, 1], got ", sparsity);
   SDNN_EXPECTS(uniform_nnz == -1 || rule == prune_rule::global,
                "prune_uniform: uniform_nnz is only meaningful with prune_rule::global");

@@ -92,24 +92,41 @@ inline direct_conv_geometry geometry_of(conv_shape const& s, direct_conv_config 
     g.k_group = P::k_group;
     g.pixels = P::pixels;
   });
-  SDNN_EXPECTS(c.tw >= 1 && c.th >= 1 && c.kw >= 1 && c.kw * c.tw * c.th <= 256,
+  SDNN_EXPECTS(c.tw >= 1 && c.th >= 1 && c.kw >= 1 && c.tw <= 256 && c.th <= 256 && c.kw <= 256 &&
+                   c.kw * c.tw * c.th <= 256,
                "direct_conv_config: kw*tw*th must be in [1, 256], got ", c.kw, " x ", c.tw, " x ", c.th);
   SDNN_EXPECTS(c.cc >= 1 && c.ksplit >= 1, "direct_conv_config: cc and ksplit must be >= 1, got ", c.cc, ", ",
                c.ksplit);
   g.toh = c.rows_mode ? c.th * g.pixels : c.th;
   g.tow = c.rows_mode ? c.tw : c.tw * g.pixels;
-  g.sh = (g.toh - 1) * s.stride_h + (s.R - 1) * s.dil_h + 1;
-  g.sw = (g.tow - 1) * s.stride_w + (s.S - 1) * s.dil_w + 1;
+  // The window in 64 bits: a stride near 2^31 times the tile's extent overflows int.
+  std::int64_t const sh = std::int64_t(g.toh - 1) * s.stride_h + std::int64_t(s.R - 1) * s.dil_h + 1;
+  std::int64_t const sw = std::int64_t(g.tow - 1) * s.stride_w + std::int64_t(s.S - 1) * s.dil_w + 1;
+  constexpr std::int64_t int_limit = std::int64_t(1) << 31;
+  SDNN_EXPECTS(sh < int_limit && sw < int_limit && sh * sw < int_limit, "direct_conv_config: the input window of a ",
+               g.toh, " x ", g.tow, " output tile at stride ", s.stride_h, " x ", s.stride_w, " is ", sh, " x ", sw,
+               " elements, expected fewer than 2^31 (use a smaller tile)");
+  g.sh = static_cast<int>(sh);
+  g.sw = static_cast<int>(sw);
+  // ceil(a / b) in 64 bits (C, K, OW near 2^31 are valid shapes); every quotient here fits int.
+  auto ceil_div = [](std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); };
   g.cc = std::min(c.cc, s.C);
-  g.nchunks = (s.C + g.cc - 1) / g.cc;
-  g.tiles_x = (s.OW() + g.tow - 1) / g.tow;
-  g.tiles_y = (s.OH() + g.toh - 1) / g.toh;
+  g.nchunks = ceil_div(s.C, g.cc);
+  g.tiles_x = ceil_div(s.OW(), g.tow);
+  g.tiles_y = ceil_div(s.OH(), g.toh);
   g.threads = (c.kw * c.tw * c.th + 31) / 32 * 32;
-  int const kgroups = (s.K + g.k_group - 1) / g.k_group;
+  int const kgroups = ceil_div(s.K, g.k_group);
   int const split = std::min(c.ksplit, kgroups);
-  g.kper = (kgroups + split - 1) / split * g.k_group;
+  std::int64_t const kper = std::int64_t(ceil_div(kgroups, split)) * g.k_group;
+  SDNN_EXPECTS(kper < int_limit, "direct_conv_config: K = ", s.K, " in k-groups of ", g.k_group, " gives ", kper,
+               " output channels per k-split, expected fewer than 2^31");
+  g.kper = static_cast<int>(kper);
   g.passes = (g.kper / g.k_group + c.kw - 1) / c.kw;
-  g.stagings = c.sums_in_registers ? g.nchunks + (g.passes - 1) * (g.nchunks - 1) : g.nchunks;
+  std::int64_t const stagings =
+      c.sums_in_registers ? g.nchunks + std::int64_t(g.passes - 1) * (g.nchunks - 1) : std::int64_t(g.nchunks);
+  SDNN_EXPECTS(stagings < int_limit, "direct_conv_config: ", g.passes, " passes over ", g.nchunks,
+               " channel chunks stage ", stagings, " windows per block, expected fewer than 2^31 (raise cc or kw)");
+  g.stagings = static_cast<int>(stagings);
   return g;
 }
 
