@@ -35,9 +35,10 @@ struct basic_epilogue {
     return acc;
   }
   // True when f(0) == 0 for every column, so all-zero input rows give all-zero outputs
-  // and kernels may skip them entirely.
+  // and kernels may skip them entirely: no bias reaches a zero product, and no negative cap
+  // (f(0) = cap < 0).
   SDNN_HOST_DEVICE bool zero_preserving() const {
-    return !bias_on_zero || (bias == nullptr && bias_scalar == Acc(0));
+    return (!bias_on_zero || (bias == nullptr && bias_scalar == Acc(0))) && !(has_cap && cap < Acc(0));
   }
 };
 
