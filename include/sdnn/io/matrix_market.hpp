@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <string>
@@ -42,50 +44,131 @@ std::string value_type_name() {
   else return sdnn::detail::concat(std::is_signed_v<T> ? "int" : "uint", 8 * sizeof(T));
 }
 
+// The value types the reader and the writer take: integers of at most 64 bits other than bool,
+// float, double and long double (std::numeric_limits describes each exactly).
+template <class T>
+inline constexpr bool mm_value_type =
+    (std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) <= 8) || std::is_same_v<T, float> ||
+    std::is_same_v<T, double> || std::is_same_v<T, long double>;
+
+// A decimal token's exact value as an integer of at most 64 bits: sign, digits with an optional
+// '.', an optional exponent ("12", "-3", "2.0", "1e3", "1.5e1"). ok sets neg and mag; else
+// malformed (not this grammar), fraction (not integral) or range (more than 64 bits). Exact
+// where a double is not (2^53 + 1 stays 2^53 + 1).
+enum class decimal_integer { ok, malformed, fraction, range };
+inline decimal_integer parse_decimal_integer(std::string_view s, bool& neg, std::uint64_t& mag) {
+  std::size_t i = 0;
+  neg = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+  std::string digits;  // significant digits, leading zeros dropped
+  std::int64_t frac = 0, exp = 0;
+  bool any = false, dot = false;
+  for (; i < s.size(); ++i) {
+    char const ch = s[i];
+    if (ch >= '0' && ch <= '9') {
+      any = true;
+      if (!digits.empty() || ch != '0') digits += ch;
+      if (dot) ++frac;
+    } else if (ch == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+  }
+  if (!any) return decimal_integer::malformed;
+  if (i < s.size()) {
+    if (s[i] != 'e' && s[i] != 'E') return decimal_integer::malformed;
+    bool eneg = false;
+    if (++i < s.size() && (s[i] == '+' || s[i] == '-')) eneg = s[i++] == '-';
+    if (i == s.size()) return decimal_integer::malformed;
+    for (; i < s.size(); ++i) {
+      if (s[i] < '0' || s[i] > '9') return decimal_integer::malformed;
+      if (exp < (std::int64_t(1) << 50)) exp = exp * 10 + (s[i] - '0');  // beyond: out of range anyway
+    }
+    if (eneg) exp = -exp;
+  }
+  mag = 0;
+  if (digits.empty()) return decimal_integer::ok;  // zero, whatever the exponent
+  std::int64_t shift = exp - frac;     // value = digits * 10^shift
+  // Trailing zeros absorb a negative shift; any other digit left behind the point is a fraction.
+  while (shift < 0 && digits.back() == '0') {
+    digits.pop_back();
+    ++shift;
+  }
+  if (shift < 0) return decimal_integer::fraction;
+  if (static_cast<std::int64_t>(digits.size()) + shift > 20) return decimal_integer::range;
+  digits.append(static_cast<std::size_t>(shift), '0');
+  for (char ch : digits) {
+    unsigned const d = static_cast<unsigned>(ch - '0');
+    if (mag > (std::numeric_limits<std::uint64_t>::max() - d) / 10) return decimal_integer::range;
+    mag = mag * 10 + d;
+  }
+  return decimal_integer::ok;
+}
+
 // Parses a MatrixMarket value field into T; returns nullptr on success, else what is wrong with
-// it (for "value '...' <why>"). Values must fit T exactly as far as T can say: an integral T
-// takes integers in its range (an integer field, or a real field whose values are integral:
-// '2.0' reads as 2; '1.5', '1e32', '9999999999' into int32, NaN and Inf are refused); a
-// floating-point T takes values in its range (rounded to nearest), NaN and Inf only with
-// read_options::allow_non_finite.
+// it (for "value '...' <why>"). Values must fit T exactly: an integral T takes integers in its
+// range, read exactly (an integer field, or a real field whose values are integral: '2.0' and
+// '1e3' read as 2 and 1000; '1.5', '1e32', '9999999999' into int32, NaN and Inf are refused); a
+// floating-point T takes values in its range (rounded to nearest; long double subnormals
+// included), NaN and Inf only with read_options::allow_non_finite.
 template <class T>
 char const* parse_mm_value(std::string_view s, bool integer_field, bool allow_non_finite, T& out) {
+  static_assert(mm_value_type<T>, "read_matrix_market: T must be an integer type of at most 64 bits (not bool), "
+                                  "float, double or long double");
   if constexpr (std::is_floating_point_v<T>) {
     if (integer_field) {
-      std::int64_t iv = 0;
-      if (!parse_int(s, iv)) return "is not a valid integer (or does not fit 64 bits)";
-      out = static_cast<T>(iv);
+      bool neg = false;
+      std::uint64_t mag = 0;
+      if (s.find_first_of(".eE") != std::string_view::npos || parse_decimal_integer(s, neg, mag) != decimal_integer::ok)
+        return "is not a valid integer (or does not fit 64 bits)";
+      out = neg && mag > 0 ? -static_cast<T>(mag) : static_cast<T>(mag);  // one rounding
       return nullptr;
     }
     if (!parse_real(s, out)) {
       long double wide = 0;
-      return parse_real(s, wide) ? "is out of the range of the value type" : "is not a valid real number";
+      if (!parse_real(s, wide)) {
+        // from_chars reports a long double subnormal as out of range (it has no wider type to
+        // fall back on, as parse_real does for float and double): take strtold's rounding.
+        if constexpr (std::is_same_v<T, long double>) {
+          if (s.size() < 128) {
+            char tmp[128];
+            std::memcpy(tmp, s.data(), s.size());
+            tmp[s.size()] = '\0';
+            char* end = nullptr;
+            long double const v = std::strtold(tmp, &end);
+            if (end == tmp + s.size() && std::isfinite(v) && std::fabs(v) < std::numeric_limits<long double>::min()) {
+              out = v;
+              return nullptr;
+            }
+          }
+        }
+        return "is not a valid real number";
+      }
+      return "is out of the range of the value type";
     }
     if (!allow_non_finite && !std::isfinite(out)) return "is not finite (NaN and Inf are refused)";
     return nullptr;
   } else {
-    static_assert(std::is_integral_v<T>, "parse_mm_value: T must be an arithmetic type");
-    constexpr T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
-    if (integer_field) {
-      std::int64_t iv = 0;
-      if (!parse_int(s, iv)) return "is not a valid integer (or does not fit 64 bits)";
-      bool fits;
-      if constexpr (std::is_signed_v<T>)
-        fits = iv >= static_cast<std::int64_t>(lo) && iv <= static_cast<std::int64_t>(hi);
-      else fits = iv >= 0 && static_cast<std::uint64_t>(iv) <= static_cast<std::uint64_t>(hi);
-      if (!fits) return "does not fit the value type";
-      out = static_cast<T>(iv);
-      return nullptr;
+    bool neg = false;
+    std::uint64_t mag = 0;
+    decimal_integer const got = parse_decimal_integer(s, neg, mag);
+    if (got != decimal_integer::ok && integer_field) return "is not a valid integer (or does not fit 64 bits)";
+    if (got == decimal_integer::malformed) {
+      double d = 0;
+      if (parse_real(s, d) && !std::isfinite(d)) return "is not finite (NaN and Inf do not fit an integer type)";
+      return "is not a valid real number";
     }
-    double d = 0;
-    if (!parse_real(s, d)) return "is not a valid real number";
-    if (!std::isfinite(d)) return "is not finite (NaN and Inf do not fit an integer type)";
-    if (d != std::trunc(d)) return "is not an integer (the matrix is read with an integer value type)";
-    // [lo, 2^digits) as exact doubles: T's range without rounding max up.
-    double const top = std::ldexp(1.0, std::numeric_limits<T>::digits);
-    double const bottom = std::is_signed_v<T> ? -top : 0.0;
-    if (!(d >= bottom && d < top)) return "does not fit the value type";
-    out = static_cast<T>(d);
+    if (got == decimal_integer::fraction) return "is not an integer (the matrix is read with an integer value type)";
+    if (got == decimal_integer::range) return "does not fit the value type";
+    if (integer_field && s.find_first_of(".eE") != std::string_view::npos)
+      return "is not a valid integer (or does not fit 64 bits)";
+    // T's range as magnitudes: [0, max] up, [0, -lowest] down (0 for an unsigned T).
+    std::uint64_t const up = static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+    std::uint64_t const down = std::is_signed_v<T> ? up + 1 : 0;
+    if (neg ? mag > down : mag > up) return "does not fit the value type";
+    // -mag for mag in [1, 2^63] without overflow.
+    out = neg && mag > 0 ? static_cast<T>(-static_cast<std::int64_t>(mag - 1) - 1) : static_cast<T>(mag);
     return nullptr;
   }
 }
@@ -271,10 +354,13 @@ csr_matrix<T, Index> read_matrix_market(std::string const& path, matrix_market_h
 }
 
 // Writes "coordinate real general" (floating T) or "coordinate integer general" (integral T),
-// row-major, values with max_digits10 digits (exact round trip).
+// row-major: integers in full (unsigned 64-bit ones too), floating values with T's max_digits10
+// digits in T's own precision (long double is not narrowed to double), so read_matrix_market<T>
+// gives back exactly the same values.
 template <class T, class Index>
 void write_matrix_market(std::string const& path, csr_view<T, Index> m, bool gzip = false) {
-  static_assert(std::is_arithmetic_v<T>, "write_matrix_market: T must be an arithmetic type");
+  static_assert(detail::mm_value_type<T>, "write_matrix_market: T must be an integer type of at most 64 bits (not "
+                                          "bool), float, double or long double (what read_matrix_market reads back)");
   byte_writer out(path, gzip);
   std::string text = sdnn::detail::concat("%%MatrixMarket matrix coordinate ",
                                     std::is_floating_point_v<T> ? "real" : "integer", " general\n",
@@ -282,14 +368,18 @@ void write_matrix_market(std::string const& path, csr_view<T, Index> m, bool gzi
   char buf[96];
   for (Index i = 0; i < m.rows; ++i) {
     for (Index k = m.row_ptr[i]; k < m.row_ptr[i + 1]; ++k) {
+      long long const r = static_cast<long long>(i) + 1, c = static_cast<long long>(m.col_idx[k]) + 1;
       int len;
-      if constexpr (std::is_floating_point_v<T>)
-        len = std::snprintf(buf, sizeof(buf), "%lld %lld %.*g\n", static_cast<long long>(i) + 1,
-                            static_cast<long long>(m.col_idx[k]) + 1, std::numeric_limits<T>::max_digits10,
-                            static_cast<double>(m.values[k]));
+      if constexpr (std::is_same_v<T, long double>)
+        len = std::snprintf(buf, sizeof(buf), "%lld %lld %.*Lg\n", r, c, std::numeric_limits<T>::max_digits10,
+                            m.values[k]);
+      else if constexpr (std::is_floating_point_v<T>)
+        len = std::snprintf(buf, sizeof(buf), "%lld %lld %.*g\n", r, c, std::numeric_limits<T>::max_digits10,
+                            static_cast<double>(m.values[k]));  // exact: float and double are doubles
+      else if constexpr (std::is_signed_v<T>)
+        len = std::snprintf(buf, sizeof(buf), "%lld %lld %lld\n", r, c, static_cast<long long>(m.values[k]));
       else
-        len = std::snprintf(buf, sizeof(buf), "%lld %lld %lld\n", static_cast<long long>(i) + 1,
-                            static_cast<long long>(m.col_idx[k]) + 1, static_cast<long long>(m.values[k]));
+        len = std::snprintf(buf, sizeof(buf), "%lld %lld %llu\n", r, c, static_cast<unsigned long long>(m.values[k]));
       text.append(buf, static_cast<std::size_t>(len));
       if (text.size() >= (std::size_t(1) << 20)) {
         out.write(text);
