@@ -40,14 +40,14 @@ template <class T>
 void check_gemm_args(dense_view<T const> a, dense_view<T const> b, dense_view<T> c) {
   SDNN_EXPECTS(a.rows >= 0 && a.cols >= 0 && b.cols >= 0, "gemm: shapes must be non-negative, got A ", a.rows, " x ",
                a.cols, ", B ", b.rows, " x ", b.cols);
-  SDNN_EXPECTS(a.cols == b.rows, "gemm: A is ", a.rows, " x ", a.cols, " but B has ", b.rows, " rows (expected ",
-               a.cols, ")");
-  SDNN_EXPECTS(c.rows == a.rows && c.cols == b.cols, "gemm: C must be ", a.rows, " x ", b.cols, ", got ", c.rows,
-               " x ", c.cols);
+  SDNN_EXPECTS_DIMS(a.cols == b.rows, "gemm: A is ", a.rows, " x ", a.cols, " but B has ", b.rows,
+                    " rows (expected ", a.cols, ")");
+  SDNN_EXPECTS_DIMS(c.rows == a.rows && c.cols == b.cols, "gemm: C must be ", a.rows, " x ", b.cols, ", got ",
+                    c.rows, " x ", c.cols);
   SDNN_EXPECTS(a.ld >= a.cols && b.ld >= b.cols && c.ld >= c.cols, "gemm: leading dimensions must be >= cols, got ",
                a.ld, ", ", b.ld, ", ", c.ld);
-  SDNN_EXPECTS((a.data != nullptr || a.rows * a.cols == 0) && (b.data != nullptr || b.rows * b.cols == 0) &&
-                   (c.data != nullptr || c.rows * c.cols == 0),
+  SDNN_EXPECTS((a.data != nullptr || a.rows == 0 || a.cols == 0) && (b.data != nullptr || b.rows == 0 || b.cols == 0) &&
+                   (c.data != nullptr || c.rows == 0 || c.cols == 0),
                "gemm: a non-empty operand has a null data pointer");
 }
 }  // namespace detail

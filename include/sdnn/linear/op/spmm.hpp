@@ -46,13 +46,13 @@ namespace detail {
 template <class T>
 void check_spmm_args(std::int64_t m, std::int64_t k, dense_view<T const> b, dense_view<T> c, char const* what) {
   SDNN_EXPECTS(m >= 0 && k >= 0 && b.cols >= 0, what, ": shapes must be non-negative");
-  SDNN_EXPECTS(b.rows == k, what, ": A is ", m, " x ", k, " but B has ", b.rows, " rows (expected ", k, ")");
-  SDNN_EXPECTS(c.rows == m && c.cols == b.cols, what, ": C must be ", m, " x ", b.cols, ", got ", c.rows, " x ",
-               c.cols);
+  SDNN_EXPECTS_DIMS(b.rows == k, what, ": A is ", m, " x ", k, " but B has ", b.rows, " rows (expected ", k, ")");
+  SDNN_EXPECTS_DIMS(c.rows == m && c.cols == b.cols, what, ": C must be ", m, " x ", b.cols, ", got ", c.rows, " x ",
+                    c.cols);
   SDNN_EXPECTS(b.ld >= b.cols && c.ld >= c.cols, what, ": leading dimensions must be >= cols, got ", b.ld, ", ",
                c.ld);
-  SDNN_EXPECTS((b.data != nullptr || b.rows * b.cols == 0) && (c.data != nullptr || c.rows * c.cols == 0), what,
-               ": a non-empty dense operand has a null data pointer");
+  SDNN_EXPECTS((b.data != nullptr || b.rows == 0 || b.cols == 0) && (c.data != nullptr || c.rows == 0 || c.cols == 0),
+               what, ": a non-empty dense operand has a null data pointer");
 }
 template <class T, class Index>
 std::int64_t rows_of(csr_view<T, Index> const& a) { return a.rows; }

@@ -17,9 +17,10 @@ namespace sdnn::reference {
 
 template <class T, class Acc>
 void gemm(dense_view<T const> a, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi) {
-  SDNN_EXPECTS(a.cols == b.rows, "gemm: A is ", a.rows, " x ", a.cols, " but B has ", b.rows, " rows");
-  SDNN_EXPECTS(c.rows == a.rows && c.cols == b.cols, "gemm: C must be ", a.rows, " x ", b.cols, ", got ", c.rows,
-               " x ", c.cols);
+  SDNN_EXPECTS_DIMS(a.cols == b.rows, "gemm: A is ", a.rows, " x ", a.cols, " but B has ", b.rows,
+                    " rows (expected ", a.cols, ")");
+  SDNN_EXPECTS_DIMS(c.rows == a.rows && c.cols == b.cols, "gemm: C must be ", a.rows, " x ", b.cols, ", got ",
+                    c.rows, " x ", c.cols);
   for (std::int64_t i = 0; i < a.rows; ++i) {
     for (std::int64_t j = 0; j < b.cols; ++j) {
       double s = 0;

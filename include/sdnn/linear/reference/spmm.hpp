@@ -25,9 +25,9 @@ namespace sdnn::reference {
 namespace detail {
 template <class T>
 void check_spmm_shapes(std::int64_t m, std::int64_t k, dense_view<T const> b, dense_view<T> c, char const* what) {
-  SDNN_EXPECTS(b.rows == k, what, ": A is ", m, " x ", k, " but B has ", b.rows, " rows");
-  SDNN_EXPECTS(c.rows == m && c.cols == b.cols, what, ": C must be ", m, " x ", b.cols, ", got ", c.rows, " x ",
-               c.cols);
+  SDNN_EXPECTS_DIMS(b.rows == k, what, ": A is ", m, " x ", k, " but B has ", b.rows, " rows (expected ", k, ")");
+  SDNN_EXPECTS_DIMS(c.rows == m && c.cols == b.cols, what, ": C must be ", m, " x ", b.cols, ", got ", c.rows, " x ",
+                    c.cols);
 }
 // Applies the epilogue to one accumulated row and stores it.
 template <class T, class Acc>
