@@ -59,10 +59,10 @@ struct csr_prune_result {
 };
 
 // Keeps the largest |w| of the STORED entries by `rule`; ties broken by the lower storage
-// position; a row with fewer stored entries keeps them all. Sparsity counts against the dense
-// rows x cols, so pruning a 90 % matrix to 95 % keeps half of it. The result keeps the kept
-// entries' values and says where each came from (kept[p_new] = p_old) so optimizer state
-// (momentum) can follow (gather_kept).
+// position; a row with fewer stored entries keeps them all; a NaN entry is an error (it has
+// no magnitude order). Sparsity counts against the dense rows x cols, so pruning a 90 %
+// matrix to 95 % keeps half of it. The result keeps the kept entries' values and says where
+// each came from (kept[p_new] = p_old) so optimizer state (momentum) can follow (gather_kept).
 template <class T, class Index>
 csr_prune_result<T, Index> prune_csr_magnitude(csr_matrix<T, Index> const& w, double sparsity,
                                                csr_prune rule = csr_prune::layer) {
@@ -70,6 +70,11 @@ csr_prune_result<T, Index> prune_csr_magnitude(csr_matrix<T, Index> const& w, do
   Index const nnz = w.nnz();
   auto const& rp = w.row_ptr();
   auto const& v = w.values();
+  // NaN has no magnitude order (by_magnitude would not be a strict weak order).
+  for (Index i = 0; i < w.rows(); ++i)
+    for (Index q = rp[i]; q < rp[i + 1]; ++q)
+      SDNN_EXPECTS(!std::isnan(value_cast<double>(v[q])), "prune_csr_magnitude: entry ", q, " (row ", i, ", column ",
+                   w.col_idx()[q], ") is NaN");
   auto by_magnitude = [&v](Index a, Index b) {
     double const x = std::fabs(value_cast<double>(v[a])), y = std::fabs(value_cast<double>(v[b]));
     return x > y || (x == y && a < b);
