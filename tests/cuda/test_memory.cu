@@ -3,6 +3,9 @@
 
 #include <sdnn/sdnn.hpp>
 
+#include <limits>
+#include <string>
+
 using namespace sdnn;
 
 TEST_CASE("device and pinned buffers round-trip through every copy direction", "[cuda][core]") {
@@ -46,4 +49,29 @@ TEST_CASE("a failing CUDA call throws sdnn::cuda_error with the call text", "[cu
   }
   // The failure is reported once: it must not linger for the next launch check.
   REQUIRE(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("a device allocation that does not fit says how much was asked, how much is free, and what to do",
+          "[cuda][core][oom]") {
+  SDNN_REQUIRE_DEVICE();
+  std::size_t free_b = 0, total_b = 0;
+  SDNN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  std::size_t const ask = 2 * total_b;  // never fits
+  try {
+    device_buffer<unsigned char> b(ask, cuda_exec{});
+    FAIL("no throw");
+  } catch (cuda_error const& e) {
+    std::string const what = e.what();
+    INFO(what);
+    REQUIRE(e.code() == static_cast<int>(cudaErrorMemoryAllocation));
+    REQUIRE(what.find("cudaMallocAsync") != std::string::npos);
+    REQUIRE(what.find(std::to_string(ask) + " bytes") != std::string::npos);  // asked for
+    REQUIRE(what.find(" free of ") != std::string::npos);                     // free (cudaMemGetInfo)
+    REQUIRE(what.find("fewer rows per batch") != std::string::npos);
+    REQUIRE(what.find("--weight-store host") != std::string::npos);
+    REQUIRE(what.find("weight_placement::host") != std::string::npos);
+  }
+  REQUIRE(cudaGetLastError() == cudaSuccess);  // reported once, not left for the next check
+  // an element count whose bytes overflow size_t: refused before asking CUDA
+  REQUIRE_THROWS_AS(device_buffer<double>(std::numeric_limits<std::size_t>::max() / 4, cuda_exec{}), error);
 }

@@ -8,14 +8,17 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/exec.hpp"
 #include "sdnn/core/memory.hpp"
+#include "sdnn/core/weight_placement.hpp"
 
 namespace sdnn {
 
@@ -58,6 +61,26 @@ class stream_use {
   mutable std::mutex mu_;
   std::vector<cudaStream_t> streams_;
 };
+
+// A failed cudaMallocAsync of `bytes`: out of memory names the bytes asked for and free (read
+// only now, on failure) and how to get by.
+[[noreturn]] inline void throw_device_allocation_failure(cudaError_t st, std::size_t bytes, char const* file,
+                                                         int line) {
+  cudaGetLastError();  // not sticky: consumed here, so it is reported once
+  std::string text = concat(cudaGetErrorName(st), " (", cudaGetErrorString(st), ")");
+  if (st == cudaErrorMemoryAllocation) {
+    int dev = 0;
+    std::size_t free_b = 0, total_b = 0;
+    bool const known = cudaGetDevice(&dev) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess;
+    cudaGetLastError();
+    text += concat(": asked for ", format_bytes(bytes), ", ",
+                   known ? concat(format_bytes(free_b), " free of ", format_bytes(total_b), " on device ", dev)
+                         : std::string("free memory unknown"),
+                   "; run fewer rows per batch, or keep weights that do not fit on the device in host memory and "
+                   "stream them (--weight-store host, weight_placement::host)");
+  }
+  throw cuda_error("cudaMallocAsync", static_cast<int>(st), text, file, line);
+}
 }  // namespace detail
 
 template <class T>
@@ -69,8 +92,13 @@ class buffer<T, device_space> {
   buffer() = default;
   // Uninitialised device memory for n elements, stream-ordered on exec.stream. With
   // exec.owner set, releasing it first waits for every stream the owner ran on.
+  // A failed allocation throws sdnn::cuda_error saying how much was asked and is free.
   buffer(std::size_t n, cuda_exec const& exec) : size_(n), stream_(exec.stream), owner_(exec.owner) {
-    if (n) SDNN_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&data_), n * sizeof(T), stream_));
+    if (n == 0) return;
+    SDNN_EXPECTS(n <= std::numeric_limits<std::size_t>::max() / sizeof(T), "device buffer: ", n, " elements of ",
+                 sizeof(T), " bytes overflow a byte count");
+    cudaError_t const st = cudaMallocAsync(reinterpret_cast<void**>(&data_), n * sizeof(T), stream_);
+    if (st != cudaSuccess) detail::throw_device_allocation_failure(st, n * sizeof(T), __FILE__, __LINE__);
   }
   ~buffer() { reset(); }
 
