@@ -18,6 +18,7 @@
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/core/plan.cuh"
 #include "sdnn/conv/weights.hpp"
 #include "sdnn/conv/kernel/util.cuh"
 #include "sdnn/conv/op/direct_sparse.cuh"
@@ -126,6 +127,7 @@ class sparse_conv2d : public layer<T> {
       conv::direct_conv_config c = opt_.force ? *opt_.force : candidates(in.rows).front();
       dev_.emplace(w_, c, exec);
     }
+    runs_.note(exec);
     dev_->run(exec, in.rows, in.data, bias_ptr(), opt_.relu, out.data);
   }
 
@@ -140,7 +142,7 @@ class sparse_conv2d : public layer<T> {
   void upload_bias(cuda_exec exec) {
     if (bias_.empty() || bias_dev_.size() == bias_.size()) return;
     host_buffer<float> hb(bias_.begin(), bias_.end());
-    bias_dev_ = copy_to<device_space>(hb, exec);
+    bias_dev_ = copy_to<device_space>(hb, runs_.owned(exec));
   }
   float const* bias_ptr() const { return bias_.empty() ? nullptr : bias_dev_.data(); }
   // The tuning candidates this (T, Acc) may run: no output round trip of partial sums
@@ -153,6 +155,9 @@ class sparse_conv2d : public layer<T> {
   conv::sparse_conv_weights<T> w_;
   std::vector<float> bias_;
   options opt_;
+  // The streams forward() ran on: the device bias, which the plan's runs read, is released after
+  // them (the plan keeps its own record, so a re-plan waits too).
+  sdnn::detail::run_streams runs_;
   device_buffer<float> bias_dev_;
   using plan_type = conv::direct_conv_plan<T, Acc>;
   std::optional<plan_type> dev_;

@@ -5,12 +5,14 @@
 //                                       cudaMemcpyAsync returns), so the source may be destroyed;
 //   to_host(device_matrix, cuda_exec)   SYNCHRONISES exec.stream: the result is readable on return;
 //   validate(device_matrix, cuda_exec)  copies to the host and validates there (SYNCHRONISES); for
-//                                       tests and debugging, not the inference path.
+//                                       tests and debugging, not the inference path;
+//   detail::bind_record(device_matrix, record)  binds its buffers to an owner's stream record.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/exec.hpp"
@@ -33,6 +35,29 @@ buffer<T, host_space> to_host_buffer(buffer<T, device_space> const& d, cuda_exec
   buffer<T, host_space> h(d.size());
   copy(h, d, exec);
   return h;
+}
+
+// Binds a device container's buffers to an owner's stream record (detail::run_streams::record(),
+// core/plan.cuh), as if allocated through run_streams::owned(): e.g. a matrix a plan takes over.
+template <class T, class Index>
+void bind_record(csr_matrix<T, Index, device_space>& m, std::shared_ptr<stream_use> const& r) noexcept {
+  m.row_ptr().bind(r), m.col_idx().bind(r), m.values().bind(r);
+}
+template <class T, class Index>
+void bind_record(coo_matrix<T, Index, device_space>& m, std::shared_ptr<stream_use> const& r) noexcept {
+  m.row_idx().bind(r), m.col_idx().bind(r), m.values().bind(r);
+}
+template <class T, class Index>
+void bind_record(ell_matrix<T, Index, device_space>& m, std::shared_ptr<stream_use> const& r) noexcept {
+  m.col_idx().bind(r), m.values().bind(r);
+}
+template <class T>
+void bind_record(tiled_dense_matrix<T, device_space>& m, std::shared_ptr<stream_use> const& r) noexcept {
+  m.values().bind(r), m.occupied().bind(r), m.tile_row_ptr().bind(r), m.tile_col().bind(r);
+}
+template <class T>
+void bind_record(dense_matrix<T, device_space>& m, std::shared_ptr<stream_use> const& r) noexcept {
+  m.values().bind(r);
 }
 }  // namespace detail
 

@@ -14,14 +14,20 @@
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/core/plan.cuh"
 #include "sdnn/formats/copy.cuh"
 #include "sdnn/linear/sparse_linear.hpp"
 #include "sdnn/linear/op/dense_sparse.cuh"
 
 namespace sdnn::layers {
 
+// The layer's record (first: wt and bias are allocated through runs.owned()) notes every stream
+// forward() and forward_rows() ran on, so the bias, which the plan's runs read, is released
+// after them; the plan keeps its own record for its buffers.
 template <class T, class F, class P>
 struct sparse_linear<T, F, P>::device_state {
+  explicit device_state(cuda_exec const& home) : runs(home) {}
+  sdnn::detail::run_streams runs;
   std::unique_ptr<plan_type> plan;                   // made by plan() (or the first forward)
   csr_matrix<T, std::int32_t, device_space> wt;      // device-built layer before plan(): W^T
   buffer<acc_type, device_space> bias;               // [out] or empty
@@ -38,9 +44,9 @@ sparse_linear<T, F, P>::sparse_linear(csr_matrix<T, std::int32_t, device_space> 
   if (!st) SDNN_FAIL(st.why());
   if (epi.bias) bias_.assign(epi.bias, epi.bias + out_);
   epi_.bias = nullptr;
-  device_ = std::make_shared<device_state>();
-  device_->wt = transpose(w_device, exec);
-  device_->bias = to_device(bias_.data(), bias_.size(), exec);
+  device_ = std::make_shared<device_state>(exec);
+  device_->wt = transpose(w_device, device_->runs.owned(exec));
+  device_->bias = to_device(bias_.data(), bias_.size(), device_->runs.owned(exec));
   device_->epi = epi_;
   device_->epi.bias = device_->bias.empty() ? nullptr : device_->bias.data();
 }
@@ -56,9 +62,9 @@ void sparse_linear<T, F, P>::plan(std::int64_t batch, std::int64_t in_features, 
     return;
   }
   SDNN_EXPECTS(has_host_weights(), "sparse_linear: no weights to upload");
-  auto d = std::make_shared<device_state>();
+  auto d = std::make_shared<device_state>(exec);
   d->plan = std::make_unique<plan_type>(w_, exec, opt);
-  d->bias = to_device(bias_.data(), bias_.size(), exec);
+  d->bias = to_device(bias_.data(), bias_.size(), d->runs.owned(exec));
   d->epi = epi_;
   d->epi.bias = d->bias.empty() ? nullptr : d->bias.data();
   device_ = std::move(d);
@@ -68,6 +74,7 @@ template <class T, class F, class P>
 void sparse_linear<T, F, P>::forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) {
   check_shapes(in, out);
   if (!device_ || !device_->plan || device_->plan->max_rows() < in.rows) plan(in.rows, in_, exec);
+  device_->runs.note(exec);
   device_->plan->run(exec, in, out, device_->epi);
 }
 
@@ -75,6 +82,7 @@ template <class T, class F, class P>
 void sparse_linear<T, F, P>::forward_rows(cuda_exec exec, dense_view<T const> in, dense_view<T> out,
                                           ops::listed_rows rows, int* flags) const {
   SDNN_EXPECTS(device_ && device_->plan, "sparse_linear: call plan() before forward_rows()");
+  device_->runs.note(exec);
   device_->plan->run_rows(exec, in, out, device_->epi, rows, flags);
 }
 

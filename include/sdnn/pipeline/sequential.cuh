@@ -10,12 +10,18 @@
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/core/plan.cuh"
 #include "sdnn/pipeline/sequential.hpp"
 
 namespace sdnn {
 
+// The record (first) notes every stream forward() ran on: a re-plan or the pipeline's end
+// releases ping and pong after that work.
 template <class T>
 struct sequential<T>::device_state {
+  device_state(std::size_t n, cuda_exec const& home)
+      : runs(home), ping(n, runs.owned(home)), pong(n, runs.owned(home)) {}
+  sdnn::detail::run_streams runs;
   buffer<T, device_space> ping, pong;  // [batch x widest intermediate] each
 };
 
@@ -30,7 +36,7 @@ void sequential<T>::plan(std::int64_t batch, std::int64_t in_features, cuda_exec
     f = l->out_features(f);
   }
   std::size_t const n = static_cast<std::size_t>(batch * widest(in_features));
-  device_ = std::make_shared<device_state>(device_state{buffer<T, device_space>(n, exec), buffer<T, device_space>(n, exec)});
+  device_ = std::make_shared<device_state>(n, exec);
 }
 
 template <class T>
@@ -44,6 +50,7 @@ void sequential<T>::forward(cuda_exec exec, dense_view<T const> in, dense_view<T
   }
   SDNN_EXPECTS(device_ && planned_in_ == in.cols, "sequential: call plan(batch, ", in.cols,
                ", exec) before the device forward");
+  device_->runs.note(exec);
   T* ptr[2] = {device_->ping.data(), device_->pong.data()};
   for (std::int64_t r0 = 0; r0 < in.rows; r0 += planned_batch_) {
     std::int64_t const rows = std::min(planned_batch_, in.rows - r0);

@@ -20,6 +20,7 @@
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/core/plan.cuh"
 #include "sdnn/formats/convert.hpp"
 #include "sdnn/formats/csc_tiles.hpp"
 #include "sdnn/linear/kernel/spmm_dense_csc.cuh"
@@ -146,6 +147,7 @@ class weight_store {
   // Starts a pass over the layers 0 .. depth()-1 on exec.stream: the copy stream joins after the
   // work already on exec.stream, and the uploads of the first K - 1 layers are enqueued.
   void begin_pass(cuda_exec exec) {
+    runs_.note(exec);
     SDNN_CUDA_CHECK(cudaEventRecord(fork_, exec.stream));
     SDNN_CUDA_CHECK(cudaStreamWaitEvent(copy_, fork_, 0));
     next_upload_ = 0;
@@ -160,6 +162,9 @@ class weight_store {
                     ops::listed_rows rows, int* flags) {
     SDNN_EXPECTS(l < layers_.size(), "weight_store: layer ", l, " of ", layers_.size());
     SDNN_EXPECTS(!slot_.empty(), "weight_store: call allocate() before running");
+    SDNN_EXPECTS_DIMS(out.rows >= in.rows, "weight_store: out has ", out.rows, " rows, fewer than the ", in.rows,
+                      " rows of in (a listed row indexes both)");
+    runs_.note(exec);
     // the upload of layer l + K - 1 goes into the slot layer l - 1 used (its "free" is recorded)
     while (next_upload_ < layers_.size() && next_upload_ < l + slot_.size()) upload(next_upload_);
     std::size_t const s = l % slot_.size();
@@ -206,6 +211,7 @@ class weight_store {
   // Ends the pass: exec.stream waits for the copy stream (so synchronising exec.stream also
   // covers the uploads, and the next pass starts from a quiet copy stream).
   void end_pass(cuda_exec exec) {
+    runs_.note(exec);
     while (next_upload_ < layers_.size()) upload(next_upload_);  // a pass that skipped layers
     SDNN_CUDA_CHECK(cudaEventRecord(join_, copy_));
     SDNN_CUDA_CHECK(cudaStreamWaitEvent(exec.stream, join_, 0));
@@ -305,7 +311,7 @@ class weight_store {
   void init_device(std::vector<std::uint64_t> const& sizes, int slots, cuda_exec exec) {
     SDNN_EXPECTS(slots >= 2, "weight_store: a streamed ring needs at least 2 slots, asked for ", slots);
     slot_bytes_ = *std::max_element(sizes.begin(), sizes.end());
-    for (int s = 0; s < slots; ++s) slot_.emplace_back(static_cast<std::size_t>(slot_bytes_), exec);
+    for (int s = 0; s < slots; ++s) slot_.emplace_back(static_cast<std::size_t>(slot_bytes_), runs_.owned(exec));
     SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
     auto make = [](cudaEvent_t& e, bool timing) {
       SDNN_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
@@ -348,6 +354,9 @@ class weight_store {
     next_upload_ = l + 1;
   }
 
+  // The compute streams of the passes: the slots (allocated through runs_.owned()) are released
+  // after their work. The copy stream is not noted: the destructor synchronises and destroys it.
+  sdnn::detail::run_streams runs_;
   std::vector<packed> layers_;
   std::vector<buffer<unsigned char, device_space>> slot_;
   std::uint64_t slot_bytes_ = 0;

@@ -180,9 +180,10 @@ class direct_conv_plan {
   // Re-addresses the weights for the config and uploads them (returns once the pageable host
   // data has been read).
   direct_conv_plan(sparse_conv_weights<T> const& w, direct_conv_config const& c, cuda_exec exec, plan_options = {})
-      : shape_(w.shape),
-        w_(make_device_tiled_weights(sdnn::detail::implementable(can_implement(w.shape, c), w), c, exec)),
-        runs_(exec) {}
+      : runs_(exec),
+        shape_(w.shape),
+        w_(make_device_tiled_weights(sdnn::detail::implementable(can_implement(w.shape, c), w), c,
+                                     runs_.owned(exec))) {}
   direct_conv_plan(direct_conv_plan&&) noexcept = default;
   direct_conv_plan& operator=(direct_conv_plan&&) noexcept = default;
 
@@ -204,9 +205,9 @@ class direct_conv_plan {
   }
 
  private:
+  sdnn::detail::run_streams runs_;  // first: w_ is allocated through runs_.owned() (core/plan.cuh)
   conv_shape shape_;
   device_tiled_weights<T> w_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
 };
 
 }  // namespace sdnn::conv

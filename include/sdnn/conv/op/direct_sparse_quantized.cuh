@@ -176,9 +176,10 @@ class quantized_direct_conv_plan {
   // Validates w, tiles it for the config and uploads it.
   quantized_direct_conv_plan(quantized_conv_weights<Encoding> const& w, direct_conv_config const& c, cuda_exec exec,
                              plan_options = {})
-      : shape_(w.shape),
-        w_(make_device_quantized_tiled_weights(sdnn::detail::implementable(can_implement(w.shape, c), w), c, exec)),
-        runs_(exec) {}
+      : runs_(exec),
+        shape_(w.shape),
+        w_(make_device_quantized_tiled_weights(sdnn::detail::implementable(can_implement(w.shape, c), w), c,
+                                               runs_.owned(exec))) {}
   quantized_direct_conv_plan(quantized_direct_conv_plan&&) noexcept = default;
   quantized_direct_conv_plan& operator=(quantized_direct_conv_plan&&) noexcept = default;
 
@@ -198,9 +199,9 @@ class quantized_direct_conv_plan {
   }
 
  private:
+  sdnn::detail::run_streams runs_;  // first: w_ is allocated through runs_.owned() (core/plan.cuh)
   conv_shape shape_;
   device_quantized_tiled_weights<Encoding> w_;
-  sdnn::detail::run_streams runs_;
 };
 
 }  // namespace sdnn::conv

@@ -18,6 +18,7 @@
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/exec.hpp"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/core/plan.cuh"
 #include "sdnn/conv/shape.hpp"
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/conv/kernel/util.cuh"
@@ -87,10 +88,10 @@ class cudnn_conv2d {
       SDNN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c_));
       host_buffer<T> hw(w_.size());
       for (std::size_t i = 0; i < w_.size(); ++i) hw[i] = value_cast<T>(w_[i]);
-      wdev_ = copy_to<device_space>(hw, exec);
+      wdev_ = copy_to<device_space>(hw, runs_.owned(exec));
       if (!bias_.empty()) {
         host_buffer<float> hb(bias_.begin(), bias_.end());
-        bdev_ = copy_to<device_space>(hb, exec);
+        bdev_ = copy_to<device_space>(hb, runs_.owned(exec));
       }
     }
     SDNN_CUDNN_CHECK(cudnnSetStream(h_, exec.stream));
@@ -120,7 +121,7 @@ class cudnn_conv2d {
     }
     SDNN_EXPECTS(found, name(), ": cuDNN found no usable forward algorithm");
     SDNN_CUDNN_CHECK(cudnnSetConvolutionMathType(c_, math_));
-    if (ws_.size() < ws_bytes_) ws_ = device_buffer<unsigned char>(ws_bytes_, exec);
+    if (ws_.size() < ws_bytes_) ws_ = device_buffer<unsigned char>(ws_bytes_, runs_.owned(exec));
     batch_ = batch;
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
   }
@@ -139,6 +140,7 @@ class cudnn_conv2d {
     check_views(in, out);
     SDNN_EXPECTS(h_ && in.rows == batch_, name(), ": plan(", in.rows, ", ...) must run before forward; planned for ",
                  batch_);
+    runs_.note(exec);
     SDNN_CUDNN_CHECK(cudnnSetStream(h_, exec.stream));
     float const one = 1.0f, zero = 0.0f;
     SDNN_CUDNN_CHECK(cudnnConvolutionForward(h_, &one, x_, in.data, f_, wdev_.data(), c_, algo_, ws_.data(), ws_bytes_,
@@ -153,6 +155,7 @@ class cudnn_conv2d {
   // The convolution alone (no bias/ReLU pass): what benchmarks compare against.
   void convolution_only(cuda_exec exec, T const* in, T* out) {
     SDNN_EXPECTS(h_ != nullptr, name(), ": plan() must run first");
+    runs_.note(exec);
     SDNN_CUDNN_CHECK(cudnnSetStream(h_, exec.stream));
     float const one = 1.0f, zero = 0.0f;
     SDNN_CUDNN_CHECK(
@@ -178,6 +181,9 @@ class cudnn_conv2d {
   cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
   std::size_t ws_bytes_ = 0;
   std::int64_t batch_ = 0;
+  // The streams it was planned or ran on: the buffers below are allocated through runs_.owned(),
+  // so a re-plan or the destructor releases them after that work (core/plan.cuh).
+  ::sdnn::detail::run_streams runs_;
   device_buffer<T> wdev_;
   device_buffer<float> bdev_;
   device_buffer<unsigned char> ws_;

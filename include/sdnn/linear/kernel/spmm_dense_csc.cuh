@@ -341,6 +341,10 @@ void tiled_csc_spmm(dense_view<T const> a, csc_tiles_view<T> tv, dense_view<T> c
   SDNN_EXPECTS(a.cols == tv.k && c.cols == tv.n, "tiled_csc_spmm: a has ", a.cols, " columns, c ", c.cols,
                "; the tiles are for ", tv.k, " -> ", tv.n);
   if (max_live < 0) max_live = static_cast<Index>(a.rows);
+  // as dense_csc_dispatch: a row (listed or not) indexes both a and c
+  SDNN_EXPECTS(live_rows != nullptr || static_cast<std::int64_t>(max_live) <= a.rows,
+               "tiled_csc_spmm: without a row list max_live (", max_live, ") must not exceed a.rows (", a.rows, ")");
+  SDNN_EXPECTS(c.rows >= a.rows, "tiled_csc_spmm: c has ", c.rows, " rows, a has ", a.rows);
   if (max_live == 0 || tv.tiles == 0) return;
   auto kernel = detail::tiled_csc_spmm_kernel<Rows, Threads, T, Index, Acc>;
   std::size_t const smem = static_cast<std::size_t>(tv.max_footprint) * detail::stage_stride<Rows> * sizeof(float);

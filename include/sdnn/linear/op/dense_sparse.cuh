@@ -83,8 +83,8 @@ class dense_sparse_plan {
   dense_sparse_plan(csr_matrix<T, std::int32_t> const& w, cuda_exec exec, plan_options opt = {})
       : dense_sparse_plan(checked(w.rows(), w.cols(), w.nnz()), exec, opt) {
     auto wt_host = transpose(w);
-    if constexpr (tiled) build_tiles(wt_host.view(), exec);
-    wt_ = to_device(wt_host, exec);
+    if constexpr (tiled) build_tiles(wt_host.view(), runs_.owned(exec));
+    wt_ = to_device(wt_host, runs_.owned(exec));
     make_vendor();
   }
   // W (k x n) in device memory: transposed on the device (CUB). csc_tiled policies download
@@ -95,16 +95,18 @@ class dense_sparse_plan {
   // the device into a matrix the plan owns, then as above.
   dense_sparse_plan(csr_view<T, std::int32_t> w_device, cuda_exec exec, plan_options opt = {})
       : dense_sparse_plan(transposed_weights, transpose(checked_view(w_device), exec), exec, opt) {}
-  // The same from W^T (n x k, device), which the plan takes over.
+  // The same from W^T (n x k, device), which the plan takes over (its release then waits for the
+  // plan's streams).
   struct transposed_weights_t {};
   static constexpr transposed_weights_t transposed_weights{};
   dense_sparse_plan(transposed_weights_t, csr_matrix<T, std::int32_t, device_space> wt, cuda_exec exec,
                     plan_options opt = {})
       : dense_sparse_plan(checked(wt.cols(), wt.rows(), wt.nnz()), exec, opt) {
     wt_ = std::move(wt);
+    ::sdnn::detail::bind_record(wt_, runs_.record());
     if constexpr (tiled) {
       auto wt_host = to_host(wt_, exec);  // synchronises
-      build_tiles(wt_host.view(), exec);
+      build_tiles(wt_host.view(), runs_.owned(exec));
     }
     make_vendor();
   }
@@ -148,7 +150,7 @@ class dense_sparse_plan {
   // 0..max_live-1), rows.count (device scalar, nullptr = max_live), rows.max_live (an upper
   // bound of the count). flags (device, optional) gets flags[i] = 1 for each listed row i
   // whose output has a nonzero (never cleared: the caller zeroes it). Rows not listed are not
-  // written.
+  // written. A listed row id indexes both a and c: c needs at least a.rows rows.
   template <class Acc>
   void run_rows(cuda_exec exec, dense_view<T const> a, dense_view<T> c, basic_epilogue<Acc> const& epi,
                 listed_rows rows, int* flags, workspace ws = {}) const {
@@ -157,6 +159,8 @@ class dense_sparse_plan {
     SDNN_EXPECTS(rows.max_live >= 0 && (rows.list != nullptr || rows.max_live <= a.rows),
                  "dense_sparse_plan: max_live ", rows.max_live, " without a row list exceeds the ", a.rows,
                  " rows of A");
+    SDNN_EXPECTS_DIMS(c.rows >= a.rows, "dense_sparse_plan: C has ", c.rows, " rows, fewer than the ", a.rows,
+                      " rows of A (a listed row indexes both)");
     runs_.note(exec);
     run_inner(exec, a, c, epi, rows, flags, ws);
   }
@@ -176,13 +180,14 @@ class dense_sparse_plan {
     return {k, n};
   }
   dense_sparse_plan(shape s, cuda_exec exec, plan_options opt)
-      : k_(s.k), n_(s.n), own_workspace_(opt.own_workspace), runs_(exec) {
+      : runs_(exec), k_(s.k), n_(s.n), own_workspace_(opt.own_workspace) {
     reserve(opt.max_rows > 0 ? opt.max_rows : default_max_rows, exec);
   }
 
  public:
   // Plan-time: makes the plan (and its own workspace) serve runs of up to max_rows rows; a
-  // smaller value than the current one is a no-op. Allocates on exec.stream.
+  // smaller value than the current one is a no-op. Allocates on exec.stream; the workspace it
+  // replaces is released after the work of every stream the plan ran on.
   void reserve(std::int64_t max_rows, cuda_exec exec) {
     SDNN_EXPECTS(max_rows >= 0 && max_rows <= INT32_MAX, "dense_sparse_plan: max_rows ", max_rows,
                  " must be in [0, 2^31)");
@@ -190,7 +195,7 @@ class dense_sparse_plan {
     max_rows_ = max_rows;
     if constexpr (skip) cub_bytes_ = select_flagged_bytes(static_cast<std::int32_t>(max_rows_), exec);
     if (own_workspace_ && workspace_bytes() > own_.size())
-      own_ = buffer<unsigned char, device_space>(workspace_bytes(), exec);
+      own_ = buffer<unsigned char, device_space>(workspace_bytes(), runs_.owned(exec));
   }
 
  private:
@@ -308,6 +313,8 @@ class dense_sparse_plan {
     }
   }
 
+  // First: every buffer below is allocated through runs_.owned() (or bound to it).
+  sdnn::detail::run_streams runs_;
   std::int64_t k_ = 0, n_ = 0, max_rows_ = 0;
   bool own_workspace_ = true;
   std::size_t cub_bytes_ = 0;
@@ -321,7 +328,6 @@ class dense_sparse_plan {
   // the row count changes: mutable state of a baseline whose buffer policy is what it measures.
   mutable std::unique_ptr<vendor::cusparse_spmm_plan<T, std::int32_t>> spmm_;
   buffer<unsigned char, device_space> own_;  // the plan's own workspace (plan_options::own_workspace)
-  sdnn::detail::run_streams runs_;           // last: released first (see core/plan.cuh)
 };
 
 // C = epi(A * W) on the device, W (a view of device memory): makes a plan and runs it once.

@@ -217,7 +217,10 @@ class quantized_dense_sparse_plan {
   // staged, so W may be destroyed when this returns). opt is accepted for the protocol (no
   // workspace, no row limit).
   quantized_dense_sparse_plan(quantized_csr<Encoding> const& w, cuda_exec exec, plan_options = {})
-      : k_(detail::checked_quantized(w).rows), n_(w.cols), wt_(detail::transpose_codes(w), exec), runs_(exec) {}
+      : runs_(exec),
+        k_(detail::checked_quantized(w).rows),
+        n_(w.cols),
+        wt_(detail::transpose_codes(w), runs_.owned(exec)) {}
 
   quantized_dense_sparse_plan(quantized_dense_sparse_plan&&) noexcept = default;
   quantized_dense_sparse_plan& operator=(quantized_dense_sparse_plan&&) noexcept = default;
@@ -241,9 +244,9 @@ class quantized_dense_sparse_plan {
   }
 
  private:
+  sdnn::detail::run_streams runs_;  // first: wt_ is allocated through runs_.owned() (core/plan.cuh)
   std::int64_t k_ = 0, n_ = 0;
   device_quantized_csr<Encoding> wt_;
-  sdnn::detail::run_streams runs_;  // last: released first (core/plan.cuh)
 };
 
 // C[M x N] = epi(A[M x K] * B[K x N]), A quantized; float sums, which differ from the host
@@ -257,7 +260,7 @@ class quantized_spmm_plan {
 
   // Uploads A as stored on exec.stream (A may be destroyed when this returns).
   quantized_spmm_plan(quantized_csr<Encoding> const& a, cuda_exec exec, plan_options = {})
-      : a_(detail::checked_quantized(a), exec), runs_(exec) {}
+      : runs_(exec), a_(detail::checked_quantized(a), runs_.owned(exec)) {}
 
   quantized_spmm_plan(quantized_spmm_plan&&) noexcept = default;
   quantized_spmm_plan& operator=(quantized_spmm_plan&&) noexcept = default;
@@ -276,8 +279,8 @@ class quantized_spmm_plan {
   }
 
  private:
+  sdnn::detail::run_streams runs_;  // first: a_ is allocated through runs_.owned() (core/plan.cuh)
   device_quantized_csr<Encoding> a_;
-  sdnn::detail::run_streams runs_;  // last
 };
 
 // One shot on the device: x, y, epi.bias device; w host. Makes a plan and runs it once

@@ -48,12 +48,13 @@ class row_skip_plan {
   // Plans for matrices of `rows` rows: allocates the result arrays (counts, live and empty
   // lists, two counts) and, unless opt.own_workspace is false, the CUB scratch.
   row_skip_plan(std::int64_t rows, cuda_exec exec, plan_options opt = {})
-      : rows_(checked(rows)), own_workspace_(opt.own_workspace), runs_(exec) {
-    counts_ = buffer<Index, device_space>(static_cast<std::size_t>(rows_), exec);
-    list_ = buffer<Index, device_space>(static_cast<std::size_t>(rows_), exec);
-    empty_ = buffer<Index, device_space>(static_cast<std::size_t>(rows_), exec);
-    num_live_ = buffer<Index, device_space>(1, exec);
-    num_empty_ = buffer<Index, device_space>(1, exec);
+      : runs_(exec), rows_(checked(rows)), own_workspace_(opt.own_workspace) {
+    cuda_exec const owned = runs_.owned(exec);
+    counts_ = buffer<Index, device_space>(static_cast<std::size_t>(rows_), owned);
+    list_ = buffer<Index, device_space>(static_cast<std::size_t>(rows_), owned);
+    empty_ = buffer<Index, device_space>(static_cast<std::size_t>(rows_), owned);
+    num_live_ = buffer<Index, device_space>(1, owned);
+    num_empty_ = buffer<Index, device_space>(1, owned);
     if (rows_ > 0) {
       thrust::counting_iterator<Index> idx(0);
       kernels::detail::count_is<Index> live{nullptr, true};
@@ -68,7 +69,7 @@ class row_skip_plan {
                                                       segment_begin(1), segment_end(1), exec.stream));
       cub_bytes_ = std::max(b1, b2);
     }
-    if (own_workspace_ && cub_bytes_ > 0) own_ = buffer<unsigned char, device_space>(cub_bytes_, exec);
+    if (own_workspace_ && cub_bytes_ > 0) own_ = buffer<unsigned char, device_space>(cub_bytes_, owned);
   }
   // Plan and run at once, from a device CSR or dense matrix (plan for a.rows, then run(a)).
   template <class T>
@@ -195,12 +196,12 @@ class row_skip_plan {
                                           static_cast<std::int64_t>(rows_), empty, exec.stream));
   }
 
+  sdnn::detail::run_streams runs_;  // first: the buffers are allocated through runs_.owned() (core/plan.cuh)
   std::int64_t rows_ = 0;
   bool own_workspace_ = true;
   std::size_t cub_bytes_ = 0;
   buffer<Index, device_space> counts_, list_, empty_, num_live_, num_empty_;  // the results (plan data)
   buffer<unsigned char, device_space> own_;  // the plan's own workspace (plan_options::own_workspace)
-  sdnn::detail::run_streams runs_;           // last: released first (core/plan.cuh)
 };
 
 }  // namespace sdnn::ops

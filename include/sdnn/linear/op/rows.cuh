@@ -78,9 +78,9 @@ inline void select_flagged(void* temp, std::size_t bytes, std::int32_t const* in
 // temporary storage owned by the plan.
 class row_compaction {
  public:
-  row_compaction(std::int32_t max_items, cuda_exec exec) : max_items_(max_items), runs_(exec) {
+  row_compaction(std::int32_t max_items, cuda_exec exec) : runs_(exec), max_items_(max_items) {
     SDNN_EXPECTS(max_items >= 0, "row_compaction: max_items must be >= 0, got ", max_items);
-    temp_ = buffer<unsigned char, device_space>(select_flagged_bytes(max_items, exec), exec);
+    temp_ = buffer<unsigned char, device_space>(select_flagged_bytes(max_items, exec), runs_.owned(exec));
   }
   std::size_t workspace_bytes() const noexcept { return temp_.size(); }
   void run(cuda_exec exec, std::int32_t const* in, int const* flags, std::int32_t* out, std::int32_t* count,
@@ -92,9 +92,9 @@ class row_compaction {
   }
 
  private:
+  sdnn::detail::run_streams runs_;  // first: temp_ is allocated through runs_.owned() (core/plan.cuh)
   std::int32_t max_items_ = 0;
   buffer<unsigned char, device_space> temp_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
 };
 
 }  // namespace sdnn::ops

@@ -51,6 +51,16 @@ plan_status spmm_shape_status(std::int64_t m, std::int64_t k, dense_view<T const
                                 to_string(c.ld));
   return {};
 }
+// The row-split kernel puts one block per column slab on grid y (rows_in_x) or x, no loop.
+template <class T, int U>
+plan_status row_split_grid_status(std::int64_t n, bool rows_in_x, char const* what) {
+  constexpr int slab = kernels::spmm_slab_columns<T, U>;
+  std::int64_t const slabs = (n + slab - 1) / slab;
+  if (slabs > (rows_in_x ? 65535 : 0x7fffffff))
+    return plan_status::failure(std::string(what) + ": N = " + std::to_string(n) + " needs " + std::to_string(slabs) +
+                                " column slabs, more than grid " + (rows_in_x ? "y's 65535 (use rows in y)" : "x's"));
+  return {};
+}
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------
@@ -65,7 +75,8 @@ template <int U, int W, bool X, class T, class Index>
 class csr_spmm_plan<policy::csr_row_split<U, W, X>, T, Index> {
  public:
   static plan_status can_implement(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
-    return detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(csr_row_split)");
+    auto st = detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(csr_row_split)");
+    return st ? detail::row_split_grid_status<T, U>(b.cols, X, "spmm(csr_row_split)") : st;
   }
   csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options = {})
       : a_(sdnn::detail::implementable(can_implement(a, b, c), a)), runs_(exec) {}
@@ -81,7 +92,7 @@ class csr_spmm_plan<policy::csr_row_split<U, W, X>, T, Index> {
 
  private:
   csr_view<T, Index> a_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+  sdnn::detail::run_streams runs_;  // the streams it ran on (core/plan.cuh); it owns no device memory
 };
 
 // Staged B: nothing to prepare; no workspace.
@@ -109,7 +120,7 @@ class csr_spmm_plan<policy::csr_staged_b<R, KC>, T, Index> {
 
  private:
   csr_view<T, Index> a_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+  sdnn::detail::run_streams runs_;  // the streams it ran on (core/plan.cuh); it owns no device memory
 };
 
 // Panel order: A is re-sorted once here (device, stream-ordered, no host sync); run() is
@@ -132,8 +143,8 @@ class csr_spmm_plan<policy::csr_panels<RW, KC, U>, T, Index> {
     return {};
   }
   csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options = {})
-      : rows_(a.rows), cols_(a.cols),
-        p_(sdnn::detail::implementable(can_implement(a, b, c), a), RW, KC, U, exec), runs_(exec) {}
+      : runs_(exec), rows_(a.rows), cols_(a.cols),
+        p_(sdnn::detail::implementable(can_implement(a, b, c), a), RW, KC, U, runs_.owned(exec)) {}
   std::size_t workspace_bytes() const noexcept { return 0; }
   template <class Acc>
   void run(cuda_exec exec, dense_view<T const> b, dense_view<T> c, basic_epilogue<Acc> const& epi,
@@ -144,9 +155,9 @@ class csr_spmm_plan<policy::csr_panels<RW, KC, U>, T, Index> {
   }
 
  private:
+  sdnn::detail::run_streams runs_;  // first: p_ is allocated through runs_.owned() (core/plan.cuh)
   std::int64_t rows_, cols_;
   kernels::csr_panels p_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
 };
 
 // The CSR mask form: row_ptr already says which rows are empty, and the row-split kernel
@@ -169,11 +180,12 @@ class csr_spmm_plan<policy::csr_nnz_balanced<U, W>, T, Index> {
   // multiply them (kernels::nnz_split_target_chunks); the carry (the workspace) is 2 rows of
   // N floats per share, independent of M and nnz. Rows longer than a share are split.
   csr_spmm_plan(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c, cuda_exec exec, plan_options opt = {})
-      : a_(sdnn::detail::implementable(can_implement(a, b, c), a)),
+      : runs_(exec), a_(sdnn::detail::implementable(can_implement(a, b, c), a)),
         cut_(kernels::nnz_split_cut(a.nnz, kernels::nnz_split_target_chunks(b.cols, kernels::spmm_slab_columns<T, U>),
                                     32)),
-        n_(b.cols), bounds_(static_cast<std::size_t>(cut_.chunks + 1), exec), runs_(exec) {
-    if (opt.own_workspace && workspace_bytes() > 0) own_ = buffer<unsigned char, device_space>(workspace_bytes(), exec);
+        n_(b.cols), bounds_(static_cast<std::size_t>(cut_.chunks + 1), runs_.owned(exec)) {
+    if (opt.own_workspace && workspace_bytes() > 0)
+      own_ = buffer<unsigned char, device_space>(workspace_bytes(), runs_.owned(exec));
     if (a.rows > 0 && cut_.chunks > 0) kernels::csr_nnz_bounds(a, cut_.chunk, cut_.chunks, bounds_.data(), exec);
   }
   // The carry: every run writes all of it before reading (no initialisation needed).
@@ -193,12 +205,12 @@ class csr_spmm_plan<policy::csr_nnz_balanced<U, W>, T, Index> {
   }
 
  private:
+  sdnn::detail::run_streams runs_;  // first: the buffers are allocated through runs_.owned() (core/plan.cuh)
   csr_view<T, Index> a_;
   kernels::nnz_split_shape cut_;
   std::int64_t n_;
   buffer<Index, device_space> bounds_;
   buffer<unsigned char, device_space> own_;  // the plan's own workspace (plan_options::own_workspace)
-  sdnn::detail::run_streams runs_;           // last (core/plan.cuh)
 };
 
 // The CSR list form: the live/empty partition of A (ops::row_skip_plan) is plan data, as A is
@@ -209,6 +221,7 @@ class csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<U, W, 
  public:
   static plan_status can_implement(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
     auto st = detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(skip_empty_rows_compact)");
+    if (st) st = detail::row_split_grid_status<T, U>(b.cols, X, "spmm(skip_empty_rows_compact)");
     return st ? ops::row_skip_plan<Index>::can_implement(a.rows) : st;
   }
   // The partition of A is plan data; the row_skip_plan's CUB scratch is a plan-time temporary.
@@ -231,8 +244,8 @@ class csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<U, W, 
 
  private:
   csr_view<T, Index> a_;
-  ops::row_skip_plan<Index> skip_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+  ops::row_skip_plan<Index> skip_;  // keeps its own record (fill_empty_rows() notes each run's stream)
+  sdnn::detail::run_streams runs_;  // the streams it ran on (core/plan.cuh)
 };
 
 // cuSPARSE baseline. The vendor plan (held mutable: it is not an ops plan and its run() is
@@ -255,8 +268,8 @@ class csr_spmm_plan<policy::cusparse_spmm<Alg>, T, Index> {
   }
 
  private:
-  mutable vendor::cusparse_spmm_plan<T, Index> p_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+  mutable vendor::cusparse_spmm_plan<T, Index> p_;  // keeps its own record for its buffer
+  sdnn::detail::run_streams runs_;                   // the streams it ran on (core/plan.cuh)
 };
 
 namespace detail {
@@ -280,10 +293,15 @@ struct csr_runner_of final : csr_runner<T, Index> {
 };
 }  // namespace detail
 
+template <class Policy, class T>
+class tiled_spmm_plan;  // below; the automatic plan asks its can_implement
+
 // policy::automatic: statistics of A (host copy of its structure; SYNCHRONISES once at plan
-// time), policy::choose_spmm, then the chosen plan (made with the same plan_options).
-// choice() says what was taken. run() takes the accumulator type's epilogue only (the chosen
-// plan runs behind a virtual call).
+// time), policy::decide_spmm (the rules' choice if its plan's can_implement accepts A, B, C and
+// its memory fits t.plan_memory_fraction of the free device memory, else the next one), then
+// the chosen plan (made with the same plan_options). choice() says what was taken, reason()
+// why. run() takes the accumulator type's epilogue only (the chosen plan runs behind a
+// virtual call).
 template <class T, class Index>
 class csr_spmm_plan<policy::automatic, T, Index> {
  public:
@@ -303,7 +321,18 @@ class csr_spmm_plan<policy::automatic, T, Index> {
                                       cudaMemcpyDeviceToHost, e.stream));
     SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));
     stats_ = compute_stats(h, 32, 32, host_exec{});
-    choice_ = policy::choose_spmm(stats_, t);
+    policy::spmm_resources r;
+    r.n = b.cols;
+    r.value_bytes = sizeof(T);
+    r.index_bytes = sizeof(Index);
+    r.panel_rows_per_warp = std::is_same_v<T, float> ? 16 : 8;  // as the csr_panels case below
+    r.sms = ::sdnn::detail::sm_count();
+    std::size_t free_b = 0, total_b = 0;
+    SDNN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    r.budget_bytes = t.plan_memory_fraction * static_cast<double>(free_b);
+    auto d = policy::decide_spmm(stats_, r, t, [&](policy::spmm_choice ch) { return choice_status(ch, a, b, c); });
+    choice_ = d.choice;
+    reason_ = std::move(d.reason);
     if (choice_ == policy::spmm_choice::tiled_dense) {
       // Tiles are built on the host from A (values copied too) and uploaded once.
       if (a.nnz > 0)
@@ -311,11 +340,12 @@ class csr_spmm_plan<policy::automatic, T, Index> {
                                         cudaMemcpyDeviceToHost, e.stream));
       SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));
       auto ht = to_tiled_dense(h, 32, 32);
-      tiled_ = tiled_dense_matrix<T, device_space>(ht.rows(), ht.cols(), 32, 32, e);
+      cuda_exec const owned = runs_.owned(e);  // the copy waits for every stream the plan ran on when released
+      tiled_ = tiled_dense_matrix<T, device_space>(ht.rows(), ht.cols(), 32, 32, owned);
       copy(tiled_.values(), ht.values(), e);
       copy(tiled_.occupied(), ht.occupied(), e);
       copy(tiled_.tile_row_ptr(), ht.tile_row_ptr(), e);
-      tiled_.tile_col() = copy_to<device_space>(ht.tile_col(), e);
+      tiled_.tile_col() = copy_to<device_space>(ht.tile_col(), owned);
       return;
     }
     switch (choice_) {
@@ -355,14 +385,48 @@ class csr_spmm_plan<policy::automatic, T, Index> {
     }
   }
   policy::spmm_choice choice() const noexcept { return choice_; }
+  // Why: "<choice>: the rules' first choice", or each faster-looking path passed over and why
+  // ("csr_row_split<1,4,rows_in_x>: tiled_dense_spmm rejected: spmm(tiled_dense): 93750 ...").
+  std::string const& reason() const noexcept { return reason_; }
   matrix_stats const& stats() const noexcept { return stats_; }
 
  private:
+  // The can_implement of the plan the constructor builds for choice ch (tiled-dense: of the
+  // 32 x 32 tiled copy it would build).
+  static plan_status choice_status(policy::spmm_choice ch, csr_view<T, Index> a, dense_view<T const> b,
+                                   dense_view<T> c) {
+    using P = policy::spmm_choice;
+    switch (ch) {
+      case P::tiled_dense: {
+        tiled_dense_view<T const> tv;
+        tv.rows = a.rows;
+        tv.cols = a.cols;
+        tv.grid_rows = (static_cast<std::int64_t>(a.rows) + 31) / 32;
+        tv.grid_cols = (static_cast<std::int64_t>(a.cols) + 31) / 32;
+        return tiled_spmm_plan<policy::tiled_dense_spmm, T>::can_implement(tv, b, c);
+      }
+      case P::csr_nnz_balanced: return csr_spmm_plan<policy::csr_nnz_balanced<>, T, Index>::can_implement(a, b, c);
+      case P::csr_staged_b: return csr_spmm_plan<policy::csr_staged_b<>, T, Index>::can_implement(a, b, c);
+      case P::csr_panels:
+        if constexpr (std::is_same_v<T, float>)
+          return csr_spmm_plan<policy::csr_panels<16, 64, 1>, T, Index>::can_implement(a, b, c);
+        else
+          return csr_spmm_plan<policy::csr_panels<8, 64, 1>, T, Index>::can_implement(a, b, c);
+      case P::csr_skip_empty_compact:
+        return csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<>>, T, Index>::can_implement(
+            a, b, c);
+      case P::csr_row_split_rows_in_x:
+        return csr_spmm_plan<policy::csr_row_split<1, 4, true>, T, Index>::can_implement(a, b, c);
+      default: return csr_spmm_plan<policy::csr_row_split<1, 4>, T, Index>::can_implement(a, b, c);
+    }
+  }
+
   matrix_stats stats_;
   policy::spmm_choice choice_ = policy::spmm_choice::csr_row_split;
+  std::string reason_;
   std::unique_ptr<detail::csr_runner<T, Index>> impl_;
   tiled_dense_matrix<T, device_space> tiled_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+  sdnn::detail::run_streams runs_;  // the streams its tiled copy waits for when released
 };
 
 // ---------------------------------------------------------------------------------------
@@ -387,7 +451,8 @@ class coo_spmm_plan<policy::coo_nnz_split<E, U>, T, Index> {
         cut_(kernels::nnz_split_cut(a.nnz, kernels::nnz_split_target_chunks(b.cols, kernels::spmm_slab_columns<T, U>),
                                     E)),
         n_(b.cols), runs_(exec) {
-    if (opt.own_workspace && workspace_bytes() > 0) own_ = buffer<unsigned char, device_space>(workspace_bytes(), exec);
+    if (opt.own_workspace && workspace_bytes() > 0)
+      own_ = buffer<unsigned char, device_space>(workspace_bytes(), runs_.owned(exec));
   }
   // The carry: every run writes all of it before reading (no initialisation needed).
   std::size_t workspace_bytes() const noexcept {
@@ -408,8 +473,8 @@ class coo_spmm_plan<policy::coo_nnz_split<E, U>, T, Index> {
   coo_view<T, Index> a_;
   kernels::nnz_split_shape cut_;
   std::int64_t n_;
-  buffer<unsigned char, device_space> own_;  // the plan's own workspace (plan_options::own_workspace)
-  sdnn::detail::run_streams runs_;           // last (core/plan.cuh)
+  buffer<unsigned char, device_space> own_;  // the plan's own workspace, allocated through runs_.owned()
+  sdnn::detail::run_streams runs_;           // the streams it ran on (core/plan.cuh)
 };
 
 // cuSPARSE baseline (see the CSR one).
@@ -430,8 +495,8 @@ class coo_spmm_plan<policy::cusparse_spmm<Alg>, T, Index> {
   }
 
  private:
-  mutable vendor::cusparse_spmm_plan<T, Index> p_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+  mutable vendor::cusparse_spmm_plan<T, Index> p_;  // keeps its own record for its buffer
+  sdnn::detail::run_streams runs_;                   // the streams it ran on (core/plan.cuh)
 };
 
 template <class Policy, class T, class Index>
@@ -458,7 +523,7 @@ class ell_spmm_plan<policy::ell_row_split<U, W>, T, Index> {
 
  private:
   ell_view<T, Index> a_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+  sdnn::detail::run_streams runs_;  // the streams it ran on (core/plan.cuh); it owns no device memory
 };
 
 template <class Policy, class T>
@@ -495,7 +560,7 @@ class tiled_spmm_plan<policy::tiled_dense_spmm, T> {
 
  private:
   tiled_dense_view<T const> a_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+  sdnn::detail::run_streams runs_;  // the streams it ran on (core/plan.cuh); it owns no device memory
 };
 
 // cuSPARSE Blocked-ELL baseline (linear/vendor/cusparse_blocked_ell.cuh): square tiles, M and K
@@ -538,8 +603,8 @@ class tiled_spmm_plan<policy::cusparse_spmm<Alg>, T> {
   vendor::cusparse_blocked_ell_plan<T> const& vendor_plan() const noexcept { return p_; }
 
  private:
-  mutable vendor::cusparse_blocked_ell_plan<T> p_;
-  sdnn::detail::run_streams runs_;  // last (core/plan.cuh)
+  mutable vendor::cusparse_blocked_ell_plan<T> p_;  // keeps its own record for its buffers
+  sdnn::detail::run_streams runs_;                   // the streams it ran on (core/plan.cuh)
 };
 
 // ---------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/core/plan.cuh"
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/coo.hpp"
 #include "sdnn/formats/csr.hpp"
@@ -312,15 +313,18 @@ class cusparse_spmm_plan {
     cusparseHandle_t const h = cusparse_handle();
     SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
     std::size_t const bytes = workspace_bytes(h);
-    if (bytes > buf_.size()) buf_ = buffer<unsigned char, device_space>(bytes, exec);
+    // the buffer it replaces is released after every stream this plan ran on
+    if (bytes > buf_.size()) buf_ = buffer<unsigned char, device_space>(bytes, runs_.owned(exec));
+    runs_.note(exec);
     preprocess(h, buf_.data());
   }
   void multiply(T const* b, T* c, cuda_exec exec) {
+    runs_.note(exec);
     cusparseHandle_t const h = cusparse_handle();
     SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
     SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(d_.b, const_cast<T*>(b)));
     SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(d_.c, c));
-    buffer<unsigned char, device_space> local;
+    buffer<unsigned char, device_space> local;  // used and released on exec.stream only
     void* work = buf_.data();
     if (workspace_ == cusparse_workspace::per_call) {
       local = buffer<unsigned char, device_space>(workspace_bytes(h), exec);
@@ -332,6 +336,8 @@ class cusparse_spmm_plan {
                                      d_.a, d_.b, &beta, d_.c, cuda_type<compute_t>(), to_cusparse(alg_), work));
   }
 
+  // First: buf_ is allocated through runs_.owned(); multiply() notes every stream it runs on.
+  ::sdnn::detail::run_streams runs_;
   policy::cusparse_alg alg_;
   cusparse_workspace workspace_;
   bool column_major_ = false, dense_sparse_ = false;

@@ -24,6 +24,7 @@
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/core/plan.cuh"
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/formats/tiled_dense.hpp"
@@ -92,7 +93,7 @@ class cusparse_blocked_ell_plan {
                                               &alpha, o.a, o.b, &beta, o.c, CUDA_R_32F,
                                               CUSPARSE_SPMM_BLOCKED_ELL_ALG1, &bytes),
                       "cusparseSpMM_bufferSize", __LINE__);
-    buf_ = buffer<unsigned char, device_space>(bytes > 0 ? bytes : 1, exec);
+    buf_ = buffer<unsigned char, device_space>(bytes > 0 ? bytes : 1, runs_.owned(exec));
   }
   cusparse_blocked_ell_plan(cusparse_blocked_ell_plan const&) = delete;
   cusparse_blocked_ell_plan& operator=(cusparse_blocked_ell_plan const&) = delete;
@@ -117,6 +118,7 @@ class cusparse_blocked_ell_plan {
       kernels::apply_epilogue(c, epi, exec);
       return;
     }
+    runs_.note(exec);
     auto& o = obj_;
     cusparseHandle_t const h = cusparse_handle();
     SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
@@ -176,8 +178,8 @@ class cusparse_blocked_ell_plan {
     if (slots <= 0) return;
     ell_cols_ = slots * bs_;
     std::int64_t const block_rows = m_ / bs_;
-    col_ind_ = buffer<std::int32_t, device_space>(static_cast<std::size_t>(block_rows * slots), exec);
-    values_ = buffer<T, device_space>(static_cast<std::size_t>(m_ * ell_cols_), exec);
+    col_ind_ = buffer<std::int32_t, device_space>(static_cast<std::size_t>(block_rows * slots), runs_.owned(exec));
+    values_ = buffer<T, device_space>(static_cast<std::size_t>(m_ * ell_cols_), runs_.owned(exec));
     std::int64_t const jobs = block_rows * slots;
     unsigned const grid = static_cast<unsigned>(jobs < (1 << 20) ? jobs : (1 << 20));
     detail::tiled_to_blocked_ell_kernel<<<grid, 256, 0, exec.stream>>>(a, slots, values_.data(), col_ind_.data(),
@@ -185,6 +187,8 @@ class cusparse_blocked_ell_plan {
     SDNN_CUDA_CHECK_LAUNCH();
   }
 
+  // First: the buffers below are allocated through runs_.owned(); run() notes its stream.
+  ::sdnn::detail::run_streams runs_;
   std::int64_t m_, k_, n_, ldb_, ldc_, bs_;
   std::int64_t ell_cols_ = 0;
   buffer<std::int32_t, device_space> col_ind_;
