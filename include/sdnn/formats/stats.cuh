@@ -28,6 +28,13 @@ matrix_stats compute_stats(csr_matrix<T, Index, device_space> const& a, std::int
                            std::int64_t tile_cols, cuda_exec exec) {
   detail::check_tile_shape(tile_rows, tile_cols);
   std::int64_t const rows = a.rows(), cols = a.cols();
+  // The tile marks below are a byte per tile: the tile grid must be addressable (checked before
+  // any work is enqueued; the host version needs no such bound).
+  std::int64_t const grid_cols = detail::ceil_div(cols, tile_cols);
+  std::int64_t const tiles =
+      a.nnz() > 0 ? static_cast<std::int64_t>(detail::checked_extent(detail::ceil_div(rows, tile_rows), grid_cols,
+                                                                      "compute_stats(device): tile marks"))
+                  : 0;
   // [min row nnz, max row nnz, sum of squared row nnz, empty rows, occupied tiles]
   device_buffer<std::int64_t> out(5, exec);
   detail::fill_zero(out.data(), out.size(), exec);
@@ -47,8 +54,6 @@ matrix_stats compute_stats(csr_matrix<T, Index, device_space> const& a, std::int
     detail::cub_call([&](void* t, std::size_t& b) { return cub::DeviceReduce::Sum(t, b, empty, o + 3, rows, exec.stream); },
                      exec);
   }
-  std::int64_t const grid_cols = detail::ceil_div(cols, tile_cols);
-  std::int64_t const tiles = detail::ceil_div(rows, tile_rows) * grid_cols;
   if (a.nnz() > 0 && tiles > 0) {
     // Mark each tile holding an entry (concurrent writes all store 1), then count marks.
     device_buffer<std::uint8_t> seen(static_cast<std::size_t>(tiles), exec);

@@ -470,11 +470,12 @@ __global__ void __launch_bounds__(256)
 template <class Index>
 struct nnz_share_target {
   std::int64_t share, ranges, nnz;
-  __host__ __device__ Index operator()(std::int64_t w) const {
+  __host__ __device__ std::int64_t operator()(std::int64_t w) const {
     // Share w's rows start at the first row whose row_ptr >= w * share (the rows that
     // begin in the share, empty ones included); the end sentinel (w == ranges) is one past
-    // every row_ptr, so it lands on `rows`.
-    return w == ranges ? static_cast<Index>(nnz + 1) : static_cast<Index>(w * share);
+    // every row_ptr, so it lands on `rows`. In 64 bits, compared with the Index row_ptr:
+    // nnz + 1 does not fit an int32 Index when nnz = INT32_MAX.
+    return w == ranges ? nnz + 1 : w * share;
   }
 };
 
@@ -503,7 +504,12 @@ void spmm_csr_row_split(csr_view<T, Index> a, dense_view<T const> b, dense_view<
   if (launch_rows <= 0 || b.cols <= 0) return;
   constexpr int slab = spmm_slab_columns<T, U>;
   bool const vec = detail::slab_vectorisable(b.ld, c.ld, b.data, c.data, detail::vec_width<T>);
-  unsigned const slabs = static_cast<unsigned>((b.cols + slab - 1) / slab);
+  // One block column per slab, no loop over slabs: the slabs must fit grid y (rows_in_x) or x.
+  std::int64_t const slab_count = (b.cols + slab - 1) / slab;
+  SDNN_EXPECTS(slab_count <= (rows_in_x ? 65535 : 0x7fffffff), "spmm(csr_row_split): N = ", b.cols, " needs ",
+               slab_count, " column slabs of ", slab, ", more than grid ",
+               rows_in_x ? "y (65535; use rows in y)" : "x");
+  unsigned const slabs = static_cast<unsigned>(slab_count);
   std::int64_t const g = (launch_rows + Warps - 1) / Warps;
   dim3 const grid = rows_in_x ? dim3(static_cast<unsigned>(g < 0x7fffffff ? g : 0x7fffffff), slabs)
                               : dim3(slabs, detail::row_groups(launch_rows, Warps));

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "sdnn/core/cuda.cuh"
@@ -82,9 +83,16 @@ void cublas_gemm(cublasHandle_t h, dense_view<T const> a, dense_view<T const> b,
     kernels::apply_epilogue(c, epi, cuda_exec{stream});
     return;
   }
+  // cublasSgemm / cublasGemmEx take int sizes and leading dimensions
+  constexpr std::int64_t imax = std::numeric_limits<int>::max();
+  auto ld_of = [](std::int64_t l, std::int64_t cols) { return l > 0 ? l : (cols > 0 ? cols : 1); };
+  SDNN_EXPECTS(c.rows <= imax && c.cols <= imax && a.cols <= imax && ld_of(a.ld, a.cols) <= imax &&
+                   ld_of(b.ld, b.cols) <= imax && ld_of(c.ld, c.cols) <= imax,
+               "cublas_gemm: cuBLAS takes int sizes; ", a.rows, "x", a.cols, " * ", b.rows, "x", b.cols,
+               " (leading dimensions ", a.ld, ", ", b.ld, ", ", c.ld, ") exceed ", imax);
   SDNN_CUBLAS_CHECK(cublasSetStream(h, stream));
   int const m = static_cast<int>(c.cols), n = static_cast<int>(c.rows), k = static_cast<int>(a.cols);
-  auto ld = [](std::int64_t l, std::int64_t cols) { return static_cast<int>(l > 0 ? l : (cols > 0 ? cols : 1)); };
+  auto ld = [&](std::int64_t l, std::int64_t cols) { return static_cast<int>(ld_of(l, cols)); };
   float const alpha = 1.f, beta = 0.f;
   if constexpr (std::is_same_v<T, float>) {
     SDNN_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, b.data, ld(b.ld, b.cols), a.data,
