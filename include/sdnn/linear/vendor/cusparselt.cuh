@@ -101,7 +101,10 @@ class cusparselt_linear {
     st.has_plan = true;
 
     // Refuse a W that is not 2:4 (the check reads a flag back: synchronises).
+    // The flag starts at 0: the check need not write it when W is valid, and a pooled allocation
+    // holds anything.
     buffer<int, device_space> valid(1, exec);
+    SDNN_CUDA_CHECK(cudaMemsetAsync(valid.data(), 0, sizeof(int), exec.stream));
     SDNN_CUSPARSELT_CHECK(cusparseLtSpMMAPruneCheck(&st.handle, &st.mm, w.data, valid.data(), exec.stream));
     int bad = 0;
     SDNN_CUDA_CHECK(cudaMemcpyAsync(&bad, valid.data(), sizeof bad, cudaMemcpyDeviceToHost, exec.stream));
