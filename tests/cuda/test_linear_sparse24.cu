@@ -260,6 +260,65 @@ TEST_CASE("sparse24 linear: every tile configuration, odd shapes", "[cuda][spars
   }
 }
 
+TEST_CASE("sparse24 linear: the candidate tiles of the sm_90 sweep, odd shapes", "[cuda][sparse24][memcheck]") {
+  SDNN_REQUIRE_DEVICE();
+  sdnn_test::stream_guard sg;
+  auto ex = sg.exec();
+  // M past one 256-row tile and not a multiple of 16; K not a multiple of 64; N from 1 past one tile.
+  for (std::int64_t n : {1, 19, 150, 300}) {
+    exact_case<bf16, bf16, policy::sparse24_tile_n128_w8>(600, 700, n, 47, ex);
+    exact_case<fp16, float, policy::sparse24_tile_m256_n64>(600, 700, n, 48, ex);
+    exact_case<bf16, float, policy::sparse24_tile_m256_n128>(600, 700, n, 49, ex);
+    exact_case<fp16, fp16, policy::sparse24_tile_m256_n128_k128>(600, 700, n, 50, ex);
+  }
+  exact_case<fp16, fp16, policy::sparse24_tile_m256_n128>(257, 4096, 33, 56, ex);  // few tiles: K split
+  exact_case<bf16, bf16, policy::sparse24_tile_m256_n128_k128>(257, 4096, 129, 57, ex);
+}
+
+#if SDNN_SPARSE24_WGMMA
+// The wgmma.sp tiles (a build for sm_90a): the same exact checks, split K, unaligned X (2-byte
+// staging into the swizzled tile) and random reals within the bound.
+TEST_CASE("sparse24 linear: wgmma.sp tiles, odd shapes, splits, unaligned X", "[cuda][sparse24][memcheck]") {
+  SDNN_REQUIRE_DEVICE();
+  sdnn_test::stream_guard sg;
+  auto ex = sg.exec();
+  REQUIRE(::sdnn::detail::current_arch() == arch{9, 0});
+  for (std::int64_t n : {1, 19, 150, 300}) {
+    exact_case<bf16, bf16, policy::sparse24_tile_w_n32>(600, 700, n, 147, ex);
+    exact_case<fp16, float, policy::sparse24_tile_w_n64>(600, 700, n, 148, ex);
+    exact_case<bf16, float, policy::sparse24_tile_w_n128>(600, 700, n, 149, ex);
+    exact_case<fp16, fp16, policy::sparse24_tile_w_m256_n128>(600, 700, n, 150, ex);
+  }
+  exact_case<fp16, fp16, policy::sparse24_tile_w_n128>(257, 4096, 33, 156, ex);  // few tiles: K split
+  exact_case<bf16, bf16, policy::sparse24_tile_w_m256_n128>(257, 4096, 129, 157, ex);
+  exact_case<bf16, float, policy::sparse24_tile_w_n64>(130, 8192, 70, 158, ex, 0.3);
+  {  // unaligned X: a base 2 bytes off
+    std::int64_t const m = 250, k = 301, n = 37;
+    auto w = random_w<fp16>(m, k, 159, true);
+    ops::sparse24_linear_plan<fp16, fp16, policy::sparse24_tile_w_n64> plan(w, ex);
+    auto x2 = random_x<fp16>(n + 1, k + 1, 304, 160, true);
+    auto got = run_plan<decltype(plan), fp16, fp16>(plan, x2, n, k, 304, m, m, epilogue_none(), ex, 1);
+    require_exact(got, reference_y<fp16, fp16>(w, x2, n, 304, m, epilogue_none(), 1), n, m, m);
+  }
+  {  // random reals, bias, ReLU
+    std::int64_t const m = 777, k = 1234, n = 129;
+    auto w = random_w<bf16>(m, k, 161, false);
+    auto x = random_x<bf16>(n, k, k, 162, false);
+    std::vector<float> bias(static_cast<std::size_t>(m));
+    for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = 0.01f * float(int(i % 21) - 10);
+    auto dbias = sdnn_test::upload(bias, ex);
+    basic_epilogue<float> epi;
+    epi.bias = dbias.data();
+    epi.relu = true;
+    ops::sparse24_linear_plan<bf16, float, policy::sparse24_tile_w_m256_n128> plan(w, ex);
+    auto got = run_plan<decltype(plan), bf16, float>(plan, x, n, k, k, m, m, epi, ex);
+    basic_epilogue<float> hepi = epi;
+    hepi.bias = bias.data();
+    require_within_bound(got, reference_y<bf16, float>(w, x, n, k, m, hepi), w, x, n, k, m, bias);
+  }
+}
+#endif
+
 TEST_CASE("sparse24 linear: K splits are exact and bitwise repeatable", "[cuda][sparse24][memcheck]") {
   SDNN_REQUIRE_DEVICE();
   sdnn_test::stream_guard sg;
@@ -309,20 +368,28 @@ TEST_CASE("sparse24 linear: whole tiles then split tiles (more tiles than reside
   REQUIRE(s2.units == s2.tiles);
   auto s3 = ops::detail::sparse24_make_schedule(100, 1, 0, 128, 8, 128, 264);  // K = 0
   REQUIRE(s3.splits == 1);
-  // On the device: n128 tiles, 2100 x 2100 outputs, more tiles than one wave holds; every
-  // m tile is checked on every 8th row of Y (the reference on all rows would take seconds).
+  // On the device: 2100 x 2100 outputs, more tiles than one wave holds (auto, then two tiles forced);
+  // every m tile is checked on every 8th row of Y (the reference on all rows would take seconds).
   std::int64_t const m = 2100, k = 1024, n = 2100;
   auto w = random_w<bf16>(m, k, 61, true);
   auto x = random_x<bf16>(n, k, k, 62, true);
-  ops::sparse24_linear_plan<bf16, bf16> plan(w, ex);
-  INFO(plan.describe_run(n));
-  auto got = run_plan<decltype(plan), bf16, bf16>(plan, x, n, k, k, m, m, epilogue_none(), ex);
-  for (std::int64_t r0 = 0; r0 < n; r0 += 8) {
-    auto ref = reference_y<bf16, bf16>(w, x, 1, k, m, epilogue_none(), r0 * k);
-    std::vector<bf16> row(got.begin() + r0 * m, got.begin() + (r0 + 1) * m);
-    INFO("row " << r0);
-    require_exact(row, ref, 1, m, m);
-  }
+  auto check = [&](auto const& plan) {
+    INFO(plan.describe_run(n));
+    auto got = run_plan<std::decay_t<decltype(plan)>, bf16, bf16>(plan, x, n, k, k, m, m, epilogue_none(), ex);
+    for (std::int64_t r0 = 0; r0 < n; r0 += 8) {
+      auto ref = reference_y<bf16, bf16>(w, x, 1, k, m, epilogue_none(), r0 * k);
+      std::vector<bf16> row(got.begin() + r0 * m, got.begin() + (r0 + 1) * m);
+      INFO("row " << r0);
+      require_exact(row, ref, 1, m, m);
+    }
+  };
+  check(ops::sparse24_linear_plan<bf16, bf16>(w, ex));
+  check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_m256_n128>(w, ex));
+  check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_m256_n64>(w, ex));
+#if SDNN_SPARSE24_WGMMA
+  check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_w_m256_n128>(w, ex));
+  check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_w_n128>(w, ex));
+#endif
 }
 
 TEST_CASE("sparse24 linear: all-zero weights and sparse groups", "[cuda][sparse24]") {

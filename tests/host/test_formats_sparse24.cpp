@@ -257,6 +257,16 @@ TEST_CASE("sparse24_linear_can_implement", "[linear][sparse24]") {
   REQUIRE(ops::sparse24_linear_can_implement(0, 0));
   REQUIRE(has(ops::sparse24_linear_can_implement(-1, 4).why(), "must be >= 0"));
   REQUIRE(has(ops::sparse24_linear_can_implement(4, std::int64_t(1) << 31).why(), "at most"));
-  REQUIRE(policy::sparse24_pick(arch{9, 0}, 1) == policy::sparse24_choice::n8);
-  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048) == policy::sparse24_choice::n128);
+  // The sm_90 table, mma.sp path and (sm_90a builds) wgmma path; wgmma only on sm_90 itself.
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 1, false) == policy::sparse24_choice::n8);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 128, false) == policy::sparse24_choice::n32);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 256, false) == policy::sparse24_choice::n64);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, false) == policy::sparse24_choice::large);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 8, true) == policy::sparse24_choice::n8);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 32, true) == policy::sparse24_choice::n32);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 64, true) == policy::sparse24_choice::w_n64);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 128, true) == policy::sparse24_choice::w_mid);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, true) == policy::sparse24_choice::w_large);
+  REQUIRE(policy::sparse24_pick(arch{10, 0}, 2048, true) == policy::sparse24_choice::large);
+  REQUIRE(policy::sparse24_pick(arch{8, 0}, 64, true) == policy::sparse24_choice::n64);
 }

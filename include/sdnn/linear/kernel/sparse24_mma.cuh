@@ -5,7 +5,8 @@
 //
 // One body for bf16 and fp16, output T or float; tile, stages and warps from policy::sparse24_tile.
 // A cp.async pipeline feeds swizzled shared memory, ldmatrix the fragments; Y goes out through shared
-// memory. Operand layout: linear/op/sparse24_linear.cuh.
+// memory. Tiles with Wgmma (sm_90a) run wgmma.sp per warpgroup instead, B read from the same
+// swizzled stage by descriptor. Operand layout: linear/op/sparse24_linear.cuh.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -22,7 +23,7 @@
 namespace sdnn::kernels {
 
 // The padding the plan applies and the kernel relies on.
-inline constexpr int sparse24_m_align = 128;  // M padded to this: every BM divides it, A loads stay in bounds
+inline constexpr int sparse24_m_align = 256;  // M padded to this: every BM divides it, A loads stay in bounds
 inline constexpr int sparse24_k_align = 128;  // K padded to this: every BK divides it, no partial A tile
 
 // Arguments of one launch (built by the plan). Work units: whole tiles first, then the tiles of the
@@ -70,7 +71,7 @@ __device__ __forceinline__ Out from_float(float v) {
 template <class Tile, class Out>
 constexpr int sparse24_smem_bytes() {
   constexpr int epi = Tile::bn * (Tile::bm + 16 / int(sizeof(Out))) * int(sizeof(Out));
-  return Tile::pipeline_bytes > epi ? Tile::pipeline_bytes : epi;
+  return (Tile::pipeline_bytes > epi ? Tile::pipeline_bytes : epi) + Tile::align_bytes;
 }
 
 // One CTA per work unit (blockIdx.x); see sparse24_args for the unit order. XAligned: X rows are
@@ -87,8 +88,12 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
   constexpr int A_CHUNKS = BM * A_ROW_CHUNKS, E_CHUNKS = BM / 16 * KB * 8, B_CHUNKS = BN * B_ROW_CHUNKS;
   constexpr int A_ROUNDS = (A_CHUNKS + THREADS - 1) / THREADS, B_ROUNDS = (B_CHUNKS + THREADS - 1) / THREADS;
 
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ int is_last_split;
+  // wgmma tiles: the pipeline starts at a 1024-byte boundary (align_bytes of slack were allocated).
+  unsigned char* smem = smem_raw;
+  if constexpr (Tile::align_bytes > 0)
+    smem += (Tile::align_bytes - (sp_detail::smem_addr(smem_raw) & (Tile::align_bytes - 1))) & (Tile::align_bytes - 1);
 
   int const tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   int const wm = warp % WM, wn = warp / WM;
@@ -180,29 +185,52 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
   auto compute_stage = [&](int s) {
     std::uint32_t const sa = sp_detail::smem_addr(stage_a(s)), sb = sp_detail::smem_addr(stage_b(s));
     auto const* se = reinterpret_cast<std::uint32_t const*>(stage_e(s));
-    std::uint32_t e[MI];
+    if constexpr (Tile::wgmma) {
+      // The warp's 16 rows of A for both k32 steps, its metadata word, then one wgmma.sp per k32
+      // step for the warpgroup's 64 rows x BN, B read from the stage by descriptor; waited for
+      // before the stage is refilled.
+      static_assert(MI == 1 && BK == 64, "wgmma tiles: one m16 slice per warp, BK 64");
+      std::uint32_t a[2][4];
 #pragma unroll
-    for (int ks = 0; ks < BK / 32; ++ks) {
-      std::uint32_t a[MI][4], b[NI][4];
-#pragma unroll
-      for (int i = 0; i < MI; ++i) {
-        int const r = warp_m0 + i * 16 + a_row;
-        sp_detail::ldmatrix_x4(a[i], sa + r * A_PITCH + (((2 * ks + a_chunk) ^ a_swz) << 4));
-        // One metadata word per lane covers two k32 steps (selector = ks % 2).
-        if (ks % 2 == 0) e[i] = se[(((warp_m0 >> 4) + i) * KB + ks / 2) * 32 + lane];
+      for (int ks = 0; ks < 2; ++ks) {
+        int const r = warp_m0 + a_row;
+        sp_detail::ldmatrix_x4(a[ks], sa + r * A_PITCH + (((2 * ks + a_chunk) ^ a_swz) << 4));
       }
+      std::uint32_t const ew = se[(warp_m0 >> 4) * KB * 32 + lane];
+      std::uint64_t const desc = sp_detail::wgmma_desc_sw128(sb);
+      auto& d = reinterpret_cast<float(&)[NI * 4]>(acc[0]);
+      sp_detail::fence_operands(d);
+      sp_detail::wgmma_fence();
+      wgmma_sp_m64k32<T, BN, 0>(d, a[0], desc, ew);
+      wgmma_sp_m64k32<T, BN, 1>(d, a[1], desc + (64 >> 4), ew);
+      sp_detail::wgmma_commit();
+      sp_detail::wgmma_wait<0>();
+      sp_detail::fence_operands(d);
+    } else {
+      std::uint32_t e[MI];
 #pragma unroll
-      for (int j = 0; j < NI; ++j) {
-        int const r = warp_n0 + j * 8 + b_row;
-        sp_detail::ldmatrix_x4(b[j], sb + r * B_PITCH + (((4 * ks + b_chunk) ^ b_swz) << 4));
-      }
+      for (int ks = 0; ks < BK / 32; ++ks) {
+        std::uint32_t a[MI][4], b[NI][4];
 #pragma unroll
-      for (int i = 0; i < MI; ++i)
+        for (int i = 0; i < MI; ++i) {
+          int const r = warp_m0 + i * 16 + a_row;
+          sp_detail::ldmatrix_x4(a[i], sa + r * A_PITCH + (((2 * ks + a_chunk) ^ a_swz) << 4));
+          // One metadata word per lane covers two k32 steps (selector = ks % 2).
+          if (ks % 2 == 0) e[i] = se[(((warp_m0 >> 4) + i) * KB + ks / 2) * 32 + lane];
+        }
 #pragma unroll
         for (int j = 0; j < NI; ++j) {
-          if (ks % 2 == 0) mma_sp_16832<T, 0>(acc[i][j], a[i], b[j], e[i]);
-          else mma_sp_16832<T, 1>(acc[i][j], a[i], b[j], e[i]);
+          int const r = warp_n0 + j * 8 + b_row;
+          sp_detail::ldmatrix_x4(b[j], sb + r * B_PITCH + (((4 * ks + b_chunk) ^ b_swz) << 4));
         }
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+          for (int j = 0; j < NI; ++j) {
+            if (ks % 2 == 0) mma_sp_16832<T, 0>(acc[i][j], a[i], b[j], e[i]);
+            else mma_sp_16832<T, 1>(acc[i][j], a[i], b[j], e[i]);
+          }
+      }
     }
   };
 
@@ -217,6 +245,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
   }
   for (int i = 0; i < nk; ++i) {
     sp_detail::cp_async_wait<STAGES - 2>();
+    if constexpr (Tile::wgmma) sp_detail::fence_proxy_async_shared();  // this thread's writes, then wgmma's reads
     __syncthreads();
     int const next = i + STAGES - 1;
     if (next < nk) load_stage(next % STAGES, kt_begin + next);

@@ -1,5 +1,6 @@
 // sdnn/linear/op/sparse24_linear.cuh - the device plan of the 2:4 sparse linear layer on mma.sp
-// (sm_80+), following core/plan.hpp:
+// (sm_80+) and, in sm_90a builds with SDNN_SPARSE24_WGMMA=1, wgmma.sp on sm_90; following
+// core/plan.hpp:
 //
 //   ops::sparse24_linear_plan<T, Out, Policy> p(w, exec, opt);   W padded, metadata put in mma.sp
 //                                                                order, one upload on exec.stream
@@ -41,8 +42,14 @@ struct sparse24_tiles_of {
 };
 template <>
 struct sparse24_tiles_of<policy::sparse24_auto> {  // indexed by policy::sparse24_choice
+#if SDNN_SPARSE24_WGMMA
   using type = sparse24_tile_list<policy::sparse24_tile_n8, policy::sparse24_tile_n32, policy::sparse24_tile_n64,
-                                  policy::sparse24_tile_n128>;
+                                  policy::sparse24_auto_mid, policy::sparse24_auto_large, policy::sparse24_tile_w_n64,
+                                  policy::sparse24_auto_w_mid, policy::sparse24_auto_w_large>;
+#else
+  using type = sparse24_tile_list<policy::sparse24_tile_n8, policy::sparse24_tile_n32, policy::sparse24_tile_n64,
+                                  policy::sparse24_auto_mid, policy::sparse24_auto_large>;
+#endif
 };
 template <int I, class L>
 struct sparse24_tile_at;
@@ -125,6 +132,13 @@ class sparse24_linear_plan {
     if (a < arch{8, 0})
       return plan_status::failure(::sdnn::detail::concat("sparse24_linear: the current GPU is sm_", a.sm(),
                                                          "; mma.sp (2:4 sparse tensor cores) needs sm_80 or newer"));
+    if constexpr (policy::is_sparse24_tile_v<Policy>) {
+      if (Policy::wgmma && !(policy::sparse24_wgmma_built && a == arch{9, 0}))
+        return plan_status::failure(::sdnn::detail::concat(
+            "sparse24_linear: a wgmma.sp tile needs an sm_90 GPU and a build for sm_90a with SDNN_SPARSE24_WGMMA=1 "
+            "(this GPU is sm_",
+            a.sm(), ")"));
+    }
     return {};
   }
   // The same, and W's layout (sparse24_matrix::validate: the first bad row and group).
@@ -176,12 +190,8 @@ class sparse24_linear_plan {
     bool const aligned = x_ld % 8 == 0 && (reinterpret_cast<std::uintptr_t>(x.data) & 15) == 0;
     if (!aligned) return launch(detail::tile_tag<fallback_tile>{}, std::false_type{}, 0, exec, x, y, epi, ws);
     if constexpr (std::is_same_v<Policy, policy::sparse24_auto>) {
-      switch (policy::sparse24_pick(arch_, x.rows)) {
-        case policy::sparse24_choice::n8: return launch_at<0>(exec, x, y, epi, ws);
-        case policy::sparse24_choice::n32: return launch_at<1>(exec, x, y, epi, ws);
-        case policy::sparse24_choice::n64: return launch_at<2>(exec, x, y, epi, ws);
-        default: return launch_at<3>(exec, x, y, epi, ws);
-      }
+      int const i = static_cast<int>(policy::sparse24_pick(arch_, x.rows));  // < n_tiles_kinds
+      with_tile(i, [&](auto tag) { launch(tag, std::true_type{}, i, exec, x, y, epi, ws); });
     } else {
       launch_at<0>(exec, x, y, epi, ws);
     }
@@ -220,7 +230,7 @@ class sparse24_linear_plan {
   template <class Tile>
   static std::string tile_name() {
     return ::sdnn::detail::concat(Tile::bm, "x", Tile::bn, "x", Tile::bk, " w", Tile::warps_m, "x", Tile::warps_n, " s",
-                                  Tile::stages);
+                                  Tile::stages, Tile::wgmma ? " wgmma" : "");
   }
   template <std::size_t... I>
   void describe_tiles(std::string& s, std::index_sequence<I...>) const {

@@ -13,70 +13,123 @@ namespace sdnn::policy {
 
 // One CTA computes a BM (output features, rows of W) x BN (batch rows of X) tile of Y^T over a
 // range of K, BK logical K per pipeline stage, with WarpsM x WarpsN warps and Stages cp.async
-// stages in flight.
-template <int BM, int BN, int BK, int WarpsM, int WarpsN, int Stages>
+// stages in flight. Wgmma: the tensor-core step is wgmma.sp (sm_90a builds with
+// SDNN_SPARSE24_WGMMA=1, linear/arch/mma_sp.cuh): every warpgroup multiplies its 64 rows by all BN
+// columns from shared memory, so WarpsM = BM / 16, WarpsN = 1, BK = 64 (128-byte X rows, the
+// swizzle wgmma reads) and BN is 32, 64 or 128; otherwise mma.sp m16n8k32 per warp.
+template <int BM, int BN, int BK, int WarpsM, int WarpsN, int Stages, bool Wgmma = false>
 struct sparse24_tile {
   static constexpr int bm = BM, bn = BN, bk = BK, warps_m = WarpsM, warps_n = WarpsN, stages = Stages;
+  static constexpr bool wgmma = Wgmma;
   static constexpr int threads = 32 * WarpsM * WarpsN;
   static constexpr int warp_m = BM / WarpsM, warp_n = BN / WarpsN;  // one warp's tile
   static constexpr int mi = warp_m / 16, ni = warp_n / 8;           // its m16n8k32 tiles
-  static constexpr int min_blocks = 2;                              // __launch_bounds__ occupancy target
+  // __launch_bounds__ occupancy target: 16 warps, or 8+ warps holding 64 x 64 accumulator tiles,
+  // need up to 128 or 255 registers a thread, so one CTA an SM; anything smaller two.
+  static constexpr int min_blocks = threads >= 512 || (threads >= 256 && mi * ni >= 32) ? 1 : 2;
   // Shared memory of one stage: W values (BM x BK/2 x 2 bytes), metadata (BM x BK/8 bytes: one
-  // 32-bit word per lane per 16 x 64 block), X (BN x BK x 2 bytes).
+  // 32-bit word per lane per 16 x 64 block), X (BN x BK x 2 bytes). wgmma tiles also align the
+  // pipeline to 1024 bytes (the swizzle's period), hence the extra 1024.
   static constexpr int a_stage_bytes = BM * BK, e_stage_bytes = BM * BK / 8, b_stage_bytes = BN * BK * 2;
   static constexpr int stage_bytes = a_stage_bytes + e_stage_bytes + b_stage_bytes;
   static constexpr int pipeline_bytes = Stages * stage_bytes;
+  static constexpr int align_bytes = Wgmma ? 1024 : 0;
 
   static_assert(BM % (16 * WarpsM) == 0 && BN % (8 * WarpsN) == 0, "sparse24_tile: a warp covers whole m16 x n8 tiles");
-  static_assert(128 % BM == 0, "sparse24_tile: BM divides 128 (the plan pads M to a multiple of 128)");
+  static_assert(256 % BM == 0, "sparse24_tile: BM divides 256 (the plan pads M to a multiple of 256)");
   static_assert(BK == 64 || BK == 128, "sparse24_tile: BK is 64 or 128 (the plan pads K to a multiple of 128)");
   static_assert(Stages >= 2, "sparse24_tile: at least 2 stages");
   static_assert(threads <= 1024, "sparse24_tile: at most 32 warps");
+  static_assert(!Wgmma || (BK == 64 && WarpsN == 1 && WarpsM * 16 == BM && BM % 64 == 0 &&
+                           (BN == 32 || BN == 64 || BN == 128) && (a_stage_bytes + e_stage_bytes) % 1024 == 0 &&
+                           stage_bytes % 1024 == 0),
+                "sparse24_tile: a wgmma tile is BM (128 or 256) x BN (32, 64, 128) x 64, BM / 16 warps");
 };
 
 // The configurations sparse24_auto chooses from (each compiled in by the plan).
 using sparse24_tile_n8 = sparse24_tile<128, 8, 128, 8, 1, 4>;     // N <= 8: streams W, 256 threads
 using sparse24_tile_n32 = sparse24_tile<128, 32, 128, 4, 2, 4>;   // N <= 32
 using sparse24_tile_n64 = sparse24_tile<128, 64, 64, 4, 2, 4>;    // N <= 64
-using sparse24_tile_n128 = sparse24_tile<128, 128, 64, 2, 2, 4>;  // larger N: 64 x 64 warp tiles
+using sparse24_tile_n128 = sparse24_tile<128, 128, 64, 2, 2, 4>;  // 64 x 64 warp tiles, 4 warps
+// Candidates of the sm_90 sweep (benchmarks/bench_linear_sparse24.cu): 8 warps, and 256-row tiles
+// that halve how often X is read per W row (X is 2 bytes per K, a W row 1.125).
+using sparse24_tile_n128_w8 = sparse24_tile<128, 128, 64, 4, 2, 4>;         // 32 x 64 warp tiles
+using sparse24_tile_m256_n64 = sparse24_tile<256, 64, 64, 4, 2, 4>;         // 64 x 32 warp tiles
+using sparse24_tile_m256_n128 = sparse24_tile<256, 128, 64, 4, 2, 4>;       // 64 x 64, one CTA an SM
+using sparse24_tile_m256_n128_k128 = sparse24_tile<256, 128, 128, 4, 2, 3>; // the same, BK 128
+// wgmma.sp tiles (sm_90a): one warpgroup per 64 rows of W.
+using sparse24_tile_w_n32 = sparse24_tile<128, 32, 64, 8, 1, 4, true>;
+using sparse24_tile_w_n64 = sparse24_tile<128, 64, 64, 8, 1, 4, true>;
+using sparse24_tile_w_n128 = sparse24_tile<128, 128, 64, 8, 1, 4, true>;
+using sparse24_tile_w_m256_n128 = sparse24_tile<256, 128, 64, 16, 1, 4, true>;
 
 // Chooses the tile per run from N (sparse24_pick), and the split of K from the SM count.
 struct sparse24_auto {};
 
 template <class P>
 inline constexpr bool is_sparse24_tile_v = false;
-template <int BM, int BN, int BK, int WM, int WN, int S>
-inline constexpr bool is_sparse24_tile_v<sparse24_tile<BM, BN, BK, WM, WN, S>> = true;
+template <int BM, int BN, int BK, int WM, int WN, int S, bool G>
+inline constexpr bool is_sparse24_tile_v<sparse24_tile<BM, BN, BK, WM, WN, S, G>> = true;
 
-// Which tile sparse24_auto runs for a batch of n rows: the first whose bound is >= n.
-enum class sparse24_choice { n8, n32, n64, n128 };
+// Whether this build has the wgmma.sp path: define SDNN_SPARSE24_WGMMA=1 only when compiling the
+// device code for sm_90a (-gencode=arch=compute_90a,code=sm_90a); sparse24_auto then runs the
+// wgmma tiles on sm_90 GPUs and the mma.sp tiles elsewhere.
+#ifndef SDNN_SPARSE24_WGMMA
+#define SDNN_SPARSE24_WGMMA 0
+#endif
+inline constexpr bool sparse24_wgmma_built = SDNN_SPARSE24_WGMMA != 0;
 
-// sm_90 (H100 SXM 80 GB, 132 SMs, CUDA 13.0). NOT YET MEASURED: the bounds are the smallest tile
-// that holds N (a choice from the tile shapes, not from a timing). The evidence is the tile sweep of
-// benchmarks/bench_linear_sparse24.cu (rows sdnn_24_tile_n8 .. n128 on 11008 x 4096, every N); replace
-// these with the crossovers it shows and cite the results file (benchmarks/results/sparse24_notes.md).
+// Which tile sparse24_auto runs for a batch of n rows: the first whose bound is >= n, on the
+// mma.sp path or (wgmma built, sm_90) the wgmma path, which keeps the mma.sp n8 and n32 tiles for
+// small N. The order is the order of the plan's tiles.
+enum class sparse24_choice { n8, n32, n64, mid, large, w_n64, w_mid, w_large };
+using sparse24_auto_mid = sparse24_tile_m256_n64;  // unused by the sm_90 table (mid_max == n64_max)
+using sparse24_auto_large = sparse24_tile_m256_n64;
+using sparse24_auto_w_mid = sparse24_tile_w_n128;
+using sparse24_auto_w_large = sparse24_tile_w_m256_n128;
+
+// sm_90 (H100 SXM 80 GB, 132 SMs, CUDA 13.0), from the tile sweeps of
+// benchmarks/bench_linear_sparse24.cu on 11008 x 4096 with the clean L2 flush, two runs
+// (benchmarks/results/sparse24_notes.md, v2 and v3), us:
+//   mma.sp: N = 8: n8 23.9 / 24.2 (n32 26.6); N = 32: n32 26.7 / 27.1 (n8 33.7, n64 34.4); N = 64: n64
+//   34.6, n32 36.0 / 36.3; N = 128: n32 51.6 / 52.5 (n64 56.2, m256_n64 56.4); N = 256: n64 82.5
+//   (m256_n64 87.5); N = 512: m256_n64 137.6 / 136.6 (n128_w8 138.5); N = 2048: m256_n64 465 / 480.
+//   wgmma.sp (sm_90a): N = 32: w_n32 30.8 (n32 27.1 kept); N = 64: w_n64 34.1 (n64 34.7); N = 128:
+//   w_n128 43.2 (w_m256_n128 44.3); N = 256: w_m256_n128 62.3 (w_n128 71.0); N = 512: w_m256_n128
+//   99.7 (w_n128 108.7); N = 2048: w_m256_n128 342 (w_n128 373).
 struct sparse24_tuning_sm90 {
   static constexpr arch measured{9, 0};
-  static constexpr char const* gpu = "NVIDIA H100 80GB HBM3 (bounds not yet measured)";
-  static constexpr std::int64_t n8_max = 8, n32_max = 32, n64_max = 64;
+  static constexpr char const* gpu = "NVIDIA H100 80GB HBM3";
+  static constexpr std::int64_t n8_max = 8, n32_max = 128, n64_max = 256, mid_max = 256;
+  static constexpr std::int64_t w_n8_max = 8, w_n32_max = 32, w_n64_max = 64, w_mid_max = 128;
 };
-// Older GPUs (sm_80 .. sm_89): not measured; the same bounds, from the tile shapes alone.
+// Older GPUs (sm_80 .. sm_89): not measured; bounds from the tile shapes alone (no wgmma there).
 struct sparse24_tuning_default {
   static constexpr arch measured{8, 0};
   static constexpr char const* gpu = "none (sm_80 .. sm_89, not measured)";
-  static constexpr std::int64_t n8_max = 8, n32_max = 32, n64_max = 64;
+  static constexpr std::int64_t n8_max = 8, n32_max = 32, n64_max = 64, mid_max = 256;
+  static constexpr std::int64_t w_n8_max = 8, w_n32_max = 32, w_n64_max = 64, w_mid_max = 128;
 };
 
 template <class Table>
-constexpr sparse24_choice sparse24_pick(std::int64_t n) {
+constexpr sparse24_choice sparse24_pick(std::int64_t n, bool wgmma) {
+  if (wgmma)
+    return n <= Table::w_n8_max    ? sparse24_choice::n8
+           : n <= Table::w_n32_max ? sparse24_choice::n32
+           : n <= Table::w_n64_max ? sparse24_choice::w_n64
+           : n <= Table::w_mid_max ? sparse24_choice::w_mid
+                                   : sparse24_choice::w_large;
   return n <= Table::n8_max    ? sparse24_choice::n8
          : n <= Table::n32_max ? sparse24_choice::n32
          : n <= Table::n64_max ? sparse24_choice::n64
-                               : sparse24_choice::n128;
+         : n <= Table::mid_max ? sparse24_choice::mid
+                               : sparse24_choice::large;
 }
-constexpr sparse24_choice sparse24_pick(arch a, std::int64_t n) {
-  return sparse24_tuning_sm90::measured <= a ? sparse24_pick<sparse24_tuning_sm90>(n)
-                                             : sparse24_pick<sparse24_tuning_default>(n);
+// wgmma_built: the plan holds the wgmma tiles; they run on sm_90 only (an sm_90a binary).
+constexpr sparse24_choice sparse24_pick(arch a, std::int64_t n, bool wgmma_built = sparse24_wgmma_built) {
+  bool const w = wgmma_built && a == arch{9, 0};
+  return sparse24_tuning_sm90::measured <= a ? sparse24_pick<sparse24_tuning_sm90>(n, w)
+                                             : sparse24_pick<sparse24_tuning_default>(n, w);
 }
 
 }  // namespace sdnn::policy
