@@ -50,6 +50,13 @@ double max_finite() {
   else if constexpr (std::is_same_v<Out, bf16>) return 3.3895313892515355e38;
   else return 65504.0;
 }
+// Half the spacing of Out's subnormals: the most a correct rounding to Out moves a value near 0.
+template <class Out>
+double half_subnormal_step() {
+  if constexpr (std::is_same_v<Out, float>) return std::ldexp(1.0, -150);
+  else if constexpr (std::is_same_v<Out, bf16>) return std::ldexp(1.0, -134);
+  else return std::ldexp(1.0, -25);
+}
 template <class Out>
 constexpr int out_bits() {
   if constexpr (std::is_same_v<Out, float>) return 24;
@@ -144,11 +151,12 @@ std::vector<Out> check_against_reference(W const& w, std::int64_t m, std::int64_
     }
   }();
   // Asserted bound per output (n, m), S = sum_k |x_nk| |w_mk| (nonzero w), u = 2^-24:
-  //   |y - ref| <= 4 K u S + 2^-p (|ref| + 4 K u S) + 2^-126
+  //   |y - ref| <= 4 K u S + 2^-p (|ref| + 4 K u S) + h
   // Both sides add the same exact float products in different orders: each within K u S of the
   // exact sum with round-to-nearest adds, 2 K u S if the tensor core's adds truncate (and a factor
   // 2 of margin), then one rounding to Out each (half an ulp: 2^-p relative, p = 8 bf16, 11 fp16,
-  // 24 float). NaN must meet NaN, an infinity the same infinity.
+  // 24 float, or in Out's subnormal range h = half its subnormal spacing: 2^-25 fp16, 2^-134
+  // bf16, 2^-150 float). NaN must meet NaN, an infinity the same infinity.
   double const u = std::ldexp(1.0, -24), rel = std::ldexp(1.0, -out_bits<Out>());
   std::int64_t bad = 0;
   for (std::int64_t i = 0; i < n && bad < 5; ++i)
@@ -164,7 +172,7 @@ std::vector<Out> check_against_reference(W const& w, std::int64_t m, std::int64_
       else {
         double const acc = 4.0 * double(k) * u * s;
         // Out rounding: a finite reference may round to an infinity of a 16-bit Out.
-        double const tol = acc + rel * (std::fabs(r) + acc) + std::ldexp(1.0, -126);
+        double const tol = acc + rel * (std::fabs(r) + acc) + half_subnormal_step<Out>();
         ok = std::isfinite(got) ? std::fabs(got - r) <= tol : (got > 0) == (r > 0) && std::fabs(r) + tol >= max_finite<Out>();
       }
       if (!ok) {
@@ -221,7 +229,7 @@ TEMPLATE_TEST_CASE("tc_linear: every block shape, both tile shapes, tails, unali
     for (int bc : {16, 32, 64}) {
       auto const dw = random_matrix<T>(150, 230, unsigned(br + bc));
       auto w = train::prune_blocks_l2(dw.view(), br, bc, 0.5);
-      for (auto shape : {policy::tc_shape::small, policy::tc_shape::large}) {
+      for (auto shape : {policy::tc_shape::small, policy::tc_shape::large, policy::tc_shape::stream}) {
         run_options o;
         o.shape = shape;
         check_policy<policy::tc_block_sparse_mma, T, float>(w, 37, unsigned(br * bc), o, br, bc,
@@ -230,7 +238,7 @@ TEMPLATE_TEST_CASE("tc_linear: every block shape, both tile shapes, tails, unali
     }
   // K % 8 != 0 and an X that is not 16-byte aligned: the element-wise X path; M, N tails.
   auto w = pruned<T>(77, 131, 0.5, 5);
-  for (auto shape : {policy::tc_shape::small, policy::tc_shape::large}) {
+  for (auto shape : {policy::tc_shape::small, policy::tc_shape::large, policy::tc_shape::stream}) {
     run_options o;
     o.shape = shape;
     check_policy<policy::tc_tile_offsets_mma, T, T>(w, 33, 6, o, 32, 32, "tiles K=131");

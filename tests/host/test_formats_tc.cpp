@@ -8,9 +8,12 @@
 #include <sdnn/formats/csr.hpp>
 #include <sdnn/formats/tile_offsets.hpp>
 #include <sdnn/linear/op/tc_linear.hpp>
+#include <sdnn/linear/op/tc_stream_schedule.hpp>
 #include <sdnn/linear/reference/tc_linear.hpp>
 #include <sdnn/train/op/prune_structured.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -359,4 +362,162 @@ TEST_CASE("tc_linear_can_implement refuses what the kernels cannot take", "[line
   REQUIRE(policy::tc_choose_splits(172, 264, 64, policy::tc_tuning_sm90) == 3);  // 516 blocks: 1.95 waves
   REQUIRE(policy::tc_choose_splits(4 * 264, 264, 64, policy::tc_tuning_sm90) == 1);  // whole waves already
   REQUIRE(policy::tc_choose_splits(10, 264, 6, policy::tc_tuning_sm90) == 1);  // too few k-blocks to split
+}
+
+// A host replay of the streaming kernel's bookkeeping (linear/kernel/tc_stream.cuh) on a
+// schedule: each warp walks its run, writes the panels it holds alone, leaves the others in
+// slot 0 (its first panel) or 1 (its last); each block adds its warps' slots in warp order and
+// writes the panels it holds alone or leaves a partial (slot 0: its first panel, 1: its last);
+// the last block of a panel adds the blocks' partials. Every panel must come out exactly once,
+// with every one of its units counted exactly once.
+namespace {
+void replay_stream_schedule(std::vector<std::int32_t> const& ptr, std::vector<std::int64_t> const& bytes, int max_ctas,
+                            int warps, std::int64_t unit_cost) {
+  std::int32_t const panels = std::int32_t(ptr.size()) - 1, units = ptr.back();
+  std::vector<std::uint32_t> off(std::size_t(units) + 1, 0);
+  for (std::int32_t u = 0; u < units; ++u) off[std::size_t(u) + 1] = off[std::size_t(u)] + std::uint32_t(bytes[std::size_t(u)] / 16);
+  auto const s = ops::detail::build_tc_stream_schedule(
+      panels, ptr.data(), [&](std::int64_t u) { return bytes[std::size_t(u)]; },
+      [&](std::int64_t u) { return off[std::size_t(u)]; }, max_ctas, warps, unit_cost);
+  INFO("panels " << panels << " units " << units << " blocks " << s.ctas << " x " << warps);
+  REQUIRE(s.ctas >= 1);
+  REQUIRE(s.ctas <= max_ctas);
+  std::int64_t const gw = std::int64_t(s.ctas) * warps;
+  REQUIRE(s.at(s.warp_begin, 0) == 0);
+  REQUIRE(s.at(s.warp_begin, gw) == units);
+  std::int64_t total = 0, biggest = 0;
+  for (std::int32_t u = 0; u < units; ++u) {
+    total += bytes[std::size_t(u)] + unit_cost;
+    biggest = std::max(biggest, bytes[std::size_t(u)] + unit_cost);
+  }
+  for (std::int64_t k = 0; k < gw; ++k) {
+    std::int32_t const a = s.at(s.warp_begin, k), b = s.at(s.warp_begin, k + 1);
+    REQUIRE(a <= b);
+    REQUIRE(std::uint32_t(s.at(s.warp_off, k)) == off[std::size_t(a)]);
+    std::int64_t c = 0;
+    for (std::int32_t u = a; u < b; ++u) c += bytes[std::size_t(u)] + unit_cost;
+    REQUIRE(c <= total / gw + 2 * biggest);  // balanced to within a unit or two
+  }
+  auto panel_of = [&](std::int32_t u) {
+    return std::int32_t(std::upper_bound(ptr.begin(), ptr.end(), u) - ptr.begin()) - 1;
+  };
+  // per panel: the units counted into its final output, and how many times it was written
+  std::vector<std::int64_t> counted(std::size_t(panels), 0);
+  std::vector<int> writes(std::size_t(panels), 0);
+  std::vector<std::array<std::int64_t, 2>> cta_partial(std::size_t(s.ctas), {-1, -1});  // units in slot 0 / 1
+  std::vector<int> arrivals(std::size_t(panels), 0);
+  for (std::int32_t c = 0; c < s.ctas; ++c) {
+    std::int32_t const Ta = s.at(s.warp_begin, std::int64_t(c) * warps), Tb = s.at(s.warp_begin, std::int64_t(c + 1) * warps);
+    std::int32_t const Pa = s.at(s.cta_panel, c);
+    if (Ta < Tb) REQUIRE(Pa == panel_of(Ta));
+    std::vector<std::pair<int, std::int64_t>> slots;  // (panel, units), in (warp, slot) order
+    for (int w = 0; w < warps; ++w) {
+      std::int64_t const k = std::int64_t(c) * warps + w;
+      std::int32_t const ta = s.at(s.warp_begin, k), tb = s.at(s.warp_begin, k + 1);
+      if (ta == tb) {
+        REQUIRE(s.at(s.warp_panel, k) == -1);
+        continue;
+      }
+      std::int32_t const pa = s.at(s.warp_panel, k);
+      REQUIRE(pa == panel_of(ta));
+      std::pair<int, std::int64_t> slot[2] = {{-1, 0}, {-1, 0}};
+      std::int32_t cur = pa;
+      std::int64_t acc = 0;
+      for (std::int32_t u = ta; u < tb; ++u) {  // as the kernel: segment ends at a panel end or the run's end
+        REQUIRE(panel_of(u) == cur);
+        ++acc;
+        if (u + 1 == ptr[std::size_t(cur) + 1] || u + 1 == tb) {
+          bool const last = u + 1 == tb, whole = ptr[std::size_t(cur)] >= ta && ptr[std::size_t(cur) + 1] <= tb;
+          if (whole) {
+            counted[std::size_t(cur)] += acc;
+            ++writes[std::size_t(cur)];
+          } else if (!last) {
+            REQUIRE(cur == pa);
+            slot[0] = {cur, acc};
+          } else {
+            slot[cur == pa ? 0 : 1] = {cur, acc};
+          }
+          acc = 0;
+          if (!last) {
+            ++cur;
+            while (ptr[std::size_t(cur) + 1] <= u + 1) ++cur;
+          }
+        }
+      }
+      slots.push_back(slot[0]);
+      slots.push_back(slot[1]);
+    }
+    int prev = -1, npend = 0;
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      int const pk = slots[k].first;
+      if (pk < 0 || pk == prev) continue;
+      prev = pk;
+      std::int64_t sum = 0;
+      for (std::size_t k2 = k; k2 < slots.size(); ++k2)
+        if (slots[k2].first == pk) sum += slots[k2].second;
+      bool const whole = ptr[std::size_t(pk)] >= Ta && ptr[std::size_t(pk) + 1] <= Tb;
+      if (whole) {
+        counted[std::size_t(pk)] += sum;
+        ++writes[std::size_t(pk)];
+      } else {
+        REQUIRE(npend < 2);
+        ++npend;
+        auto& dst = cta_partial[std::size_t(c)][pk == Pa ? 0 : 1];
+        REQUIRE(dst == -1);
+        dst = sum;
+        ++arrivals[std::size_t(pk)];
+      }
+    }
+  }
+  for (std::int32_t p = 0; p < panels; ++p) {  // the fix-up of the last block, and the empty panels
+    std::int32_t const c0 = s.at(s.panel_cta, 2 * p), cnt = s.at(s.panel_cta, 2 * p + 1);
+    if (ptr[std::size_t(p)] == ptr[std::size_t(p) + 1]) {
+      REQUIRE(cnt == 0);
+      continue;
+    }
+    if (arrivals[std::size_t(p)] == 0) continue;
+    REQUIRE(arrivals[std::size_t(p)] == cnt);
+    std::int64_t sum = 0;
+    for (std::int32_t c = c0, seen = 0; seen < cnt; ++c) {
+      REQUIRE(c < s.ctas);
+      if (s.at(s.warp_begin, std::int64_t(c) * warps) == s.at(s.warp_begin, std::int64_t(c + 1) * warps)) continue;
+      ++seen;
+      auto const v = cta_partial[std::size_t(c)][p == s.at(s.cta_panel, c) ? 0 : 1];
+      REQUIRE(v >= 0);
+      sum += v;
+    }
+    counted[std::size_t(p)] += sum;
+    ++writes[std::size_t(p)];
+  }
+  std::vector<bool> is_empty(std::size_t(panels), false);
+  for (std::int32_t i = 0; i < s.n_empty; ++i) is_empty[std::size_t(s.at(s.empty, i))] = true;
+  for (std::int32_t p = 0; p < panels; ++p) {
+    INFO("panel " << p);
+    bool const empty = ptr[std::size_t(p)] == ptr[std::size_t(p) + 1];
+    REQUIRE(is_empty[std::size_t(p)] == empty);
+    REQUIRE(writes[std::size_t(p)] == (empty ? 0 : 1));
+    REQUIRE(counted[std::size_t(p)] == ptr[std::size_t(p) + 1] - ptr[std::size_t(p)]);
+  }
+}
+}  // namespace
+
+TEST_CASE("tc_stream schedule: balanced runs, and every panel summed once", "[linear][tc]") {
+  std::mt19937 rng(5);
+  // The bench shape (172 panels x 64 tiles of ~1.3 KB) on 132 blocks x 8 warps, and odd ones.
+  {
+    std::vector<std::int32_t> ptr{0};
+    for (int p = 0; p < 172; ++p) ptr.push_back(ptr.back() + 64);
+    std::vector<std::int64_t> bytes(std::size_t(ptr.back()));
+    for (auto& b : bytes) b = 16 * (70 + int(rng() % 20));
+    replay_stream_schedule(ptr, bytes, 132, 8, 192);
+  }
+  for (int trial = 0; trial < 300; ++trial) {
+    int const panels = 1 + int(rng() % 40), warps = 1 + int(rng() % 8), ctas = 1 + int(rng() % 20);
+    std::vector<std::int32_t> ptr{0};
+    for (int p = 0; p < panels; ++p) ptr.push_back(ptr.back() + (rng() % 3 == 0 ? 0 : int(rng() % 30)));
+    std::vector<std::int64_t> bytes(std::size_t(ptr.back()));
+    for (auto& b : bytes) b = 16 * (3 + int(rng() % (rng() % 5 == 0 ? 800 : 40)));
+    replay_stream_schedule(ptr, bytes, ctas, warps, trial % 2 ? 192 : 0);
+  }
+  replay_stream_schedule({0, 0, 0}, {}, 132, 8, 192);  // nothing stored
 }

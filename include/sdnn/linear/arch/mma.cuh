@@ -79,6 +79,29 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], std::uint32_t const 
   }
 }
 
+// The same, executed only when `on` (warp-uniform): a guard predicate on the mma, no branch, so
+// the compiler keeps a tile's mma chains interleaved (skipped empty sub-tiles).
+template <class T>
+__device__ __forceinline__ void mma_m16n8k16_if(bool on, float (&d)[4], std::uint32_t const (&a)[4], std::uint32_t b0,
+                                                std::uint32_t b1) {
+  static_assert(is_16bit_float_v<T>, "mma_m16n8k16_if: T must be sdnn::bf16 or sdnn::fp16");
+  if constexpr (std::is_same_v<T, bf16>) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %10, 0;\n"
+        " @p mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(int(on)));
+  } else {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %10, 0;\n"
+        " @p mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(int(on)));
+  }
+}
+
 // 16 bytes global -> shared, asynchronous; src_bytes < 16 zero-fills the rest (0: all zero, and
 // src is not read). Both addresses 16-byte aligned. .cg: cached in L2 only (streamed operands).
 __device__ __forceinline__ void cp_async_16(void* dst, void const* src, int src_bytes = 16) {

@@ -63,7 +63,9 @@ struct tc_dense_source {
   }
 };
 
-// Block-sparse W with br x bc = BM x BK blocks: the stored blocks of block row `panel`.
+// Block-sparse W with br x bc = BM x BK blocks: the stored blocks of block row `panel`. The
+// plan stores each block's 16-byte pieces swizzled (piece i at i ^ ((i / 8) % 8), as the
+// streaming kernel reads them, tc_stream.cuh); issue() puts them back in row order.
 template <class T>
 struct tc_block_source {
   std::int32_t const* row_ptr = nullptr;
@@ -89,10 +91,15 @@ struct tc_block_source {
     T const* blk = values + std::int64_t(kb.begin) * (Cfg::BM * Cfg::BK);
     for (int i = tid; i < Cfg::BM * pieces; i += Cfg::threads) {
       int const r = i / pieces, c = (i % pieces) * 8;
-      mma::cp_async_16(s + r * Cfg::LDS + c, blk + r * Cfg::BK + c);
+      mma::cp_async_16(s + r * Cfg::LDS + c, blk + 8 * (i ^ ((i >> 3) & 7)));  // piece i = r * pieces + c / 8
     }
   }
 };
+
+// The plans store each tile_offsets position byte q (row * 16 + column in its 16 x 16 sub-tile)
+// as q ^ ((q >> 3) & 8): rows 4-7 and 12-15 swap the column halves, which is where the streaming
+// kernel's conflict-free sub-tile layout puts them (tc_stream.cuh). The map is its own inverse.
+__host__ __device__ constexpr unsigned tc_pos_swizzle(unsigned q) { return q ^ ((q >> 3) & 8u); }
 
 // tile_offsets W with tile_rows x tile_cols = BM x BK: the stored tiles of tile row `panel`,
 // each record copied as it is (16-byte pieces).
@@ -248,7 +255,7 @@ __device__ __forceinline__ void load_a(unsigned char const* wdata, int wm, int k
       *reinterpret_cast<uint4*>(t + (lane >> 1) * ld + (lane & 1) * 8) = make_uint4(0, 0, 0, 0);
       __syncwarp();
       for (unsigned i = b + lane; i < e; i += 32) {
-        unsigned const q = pos[i];
+        unsigned const q = tc_pos_swizzle(pos[i]);  // back to row * 16 + column
         t[(q >> 4) * ld + (q & 15)] = vals[i];
       }
       __syncwarp();

@@ -1,9 +1,11 @@
 // sdnn/linear/op/tc_linear.cuh - ops::tc_linear_plan<Policy, T>: the tensor-core linear layer
 // (linear/op/tc_linear.hpp) under the plan protocol of core/plan.hpp, and the uploads of the
 // block_sparse / tile_offsets formats. The constructor checks (can_implement, this GPU's
-// architecture), uploads W once on exec.stream and sizes the workspace of the K split; run()
-// picks the tile shape and split for N (tuning table), checks its operands and enqueues one
-// kernel; it never allocates, frees or synchronises.
+// architecture), uploads W once on exec.stream (blocks with their 16-byte pieces swizzled, see
+// kernels::tc_swizzle16), builds the streaming schedule (tile_offsets and square blocks) and
+// sizes the workspace of the K split / stream partials; run() picks the shape for N (tuning
+// table: streaming up to stream_n_max, else the small / large tiles), checks its operands and
+// enqueues one kernel; it never allocates, frees or synchronises.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,7 +21,9 @@
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/plan.cuh"
 #include "sdnn/linear/kernel/tc_spmm.cuh"
+#include "sdnn/linear/kernel/tc_stream.cuh"
 #include "sdnn/linear/op/tc_linear.hpp"
+#include "sdnn/linear/op/tc_stream_schedule.hpp"
 
 namespace sdnn {
 
@@ -99,9 +103,12 @@ class tc_linear_plan {
   // What one run launches.
   struct launch_shape {
     bool large = false;
+    bool stream = false;  // the streaming kernel (tc_stream.cuh): bm x bk units, bn batch rows a pass
     int bm = 0, bn = 0, bk = 0, stages = 0, threads = 0, smem = 0;
     int panels = 0, ntiles = 0, splits = 1;
-    std::size_t workspace = 0;  // bytes: counters + split partials
+    int ctas = 0, passes = 1;   // stream: blocks (one wave) and passes of bn rows
+    std::size_t counters = 0;   // int32 counters the run needs
+    std::size_t workspace = 0;  // bytes: counters + split / stream partials
   };
 
   // Checks the weights' shape and this GPU (sm_80 or newer), uploads W once on exec.stream
@@ -137,7 +144,17 @@ class tc_linear_plan {
       max_row_blocks_ = 0;
       for (std::int32_t r = 0; r < w.row_blocks(); ++r)
         max_row_blocks_ = std::max(max_row_blocks_, w.row_ptr()[r + 1] - w.row_ptr()[r]);
-      bsr_ = to_device(w, exec);
+      {  // the device copy holds each block's 16-byte pieces swizzled (kernels::tc_swizzle16)
+        block_sparse_matrix<T> sw(w.rows(), w.cols(), br_, bc_, nnz_);
+        std::copy(w.row_ptr().begin(), w.row_ptr().end(), sw.row_ptr().begin());
+        std::copy(w.col_idx().begin(), w.col_idx().end(), sw.col_idx().begin());
+        std::size_t const bs = std::size_t(br_) * std::size_t(bc_);
+        for (std::size_t b = 0; b < std::size_t(nnz_); ++b)
+          for (int i = 0; i < int(bs / 8); ++i)
+            std::copy(w.values().begin() + b * bs + 8 * i, w.values().begin() + b * bs + 8 * i + 8,
+                      sw.values().begin() + b * bs + 8 * kernels::tc_swizzle16(i));
+        bsr_ = to_device(sw, exec);
+      }
       stored_bytes_ = w.values().size() * sizeof(T) + 4 * (w.row_ptr().size() + w.col_idx().size());
     } else {
       ::sdnn::detail::implementable(
@@ -149,18 +166,36 @@ class tc_linear_plan {
       max_row_blocks_ = 0;
       for (std::int32_t r = 0; r < w.row_tiles(); ++r)
         max_row_blocks_ = std::max(max_row_blocks_, w.tile_ptr()[r + 1] - w.tile_ptr()[r]);
-      tiles_ = to_device(w, exec);
+      {  // the device copy holds each position byte q as kernels::tc_pos_swizzle(q)
+        tile_offsets_matrix<T> sw(w.rows(), w.cols(), w.tile_rows(), w.tile_cols(), w.ntiles(), w.data().size());
+        std::copy(w.tile_ptr().begin(), w.tile_ptr().end(), sw.tile_ptr().begin());
+        std::copy(w.tile_col().begin(), w.tile_col().end(), sw.tile_col().begin());
+        std::copy(w.tile_offset().begin(), w.tile_offset().end(), sw.tile_offset().begin());
+        std::copy(w.data().begin(), w.data().end(), sw.data().begin());
+        std::uint32_t const S = std::uint32_t(w.view().subtiles());
+        for (std::int32_t t = 0; t < w.ntiles(); ++t) {
+          std::uint8_t* rec = sw.data().data() + std::size_t(w.tile_offset()[std::size_t(t)]) * 16;
+          std::uint32_t const nnz = ::sdnn::detail::read_u16(rec + 2 * S);
+          std::uint8_t* pos = rec + tile_record::header_bytes(S) + tile_record::value_bytes(nnz, sizeof(T));
+          for (std::uint32_t i = 0; i < nnz; ++i) pos[i] = std::uint8_t(kernels::tc_pos_swizzle(pos[i]));
+        }
+        tiles_ = to_device(sw, exec);
+      }
       stored_bytes_ = w.bytes();
     }
     prepare_kernels();
-    {  // one counter per (panel, n-tile) of the largest split run, at the start of the workspace
-      auto const s_max = shape_for(std::max<std::int64_t>(1, tuning_.split_n_max));
-      counters_bytes_ =
-          ::sdnn::detail::workspace_carver::bytes_of<std::int32_t>(std::size_t(s_max.panels) * std::size_t(s_max.ntiles));
+    if constexpr (!dense) {
+      if (stream_ok()) build_schedule(w, exec);
     }
+    // The counters (at the start of the workspace, the same region for every N) and the
+    // partials of every N up to max_rows that splits K or streams.
     std::int64_t const rows = opt.max_rows > 0 ? opt.max_rows : tuning_.small_n_max;
-    for (std::int64_t n = 1; n <= std::min<std::int64_t>(rows, tuning_.split_n_max); ++n)
-      ws_bytes_ = std::max(ws_bytes_, shape_for(n).workspace);
+    std::int64_t const stream_max = shape_ == policy::tc_shape::stream ? rows : tuning_.stream_n_max;
+    std::int64_t const n_ws = std::min<std::int64_t>(rows, std::max<std::int64_t>(tuning_.split_n_max, stream_max));
+    std::size_t counters = 0;
+    for (std::int64_t n = 1; n <= n_ws; ++n) counters = std::max(counters, shape_for(n).counters);
+    counters_bytes_ = ::sdnn::detail::workspace_carver::bytes_of<std::int32_t>(counters);
+    for (std::int64_t n = 1; n <= n_ws; ++n) ws_bytes_ = std::max(ws_bytes_, shape_for(n).workspace);
     if (opt.own_workspace && ws_bytes_) {
       ws_ = buffer<unsigned char, device_space>(ws_bytes_, exec);
       SDNN_CUDA_CHECK(cudaMemsetAsync(ws_.data(), 0, ws_bytes_, exec.stream));  // the split counters start at 0
@@ -196,12 +231,20 @@ class tc_linear_plan {
     if constexpr (tiles) d += ::sdnn::detail::concat(", 64 x 64 tiles, ", nnz_, " stored");
     d += ::sdnn::detail::concat(", ", stored_bytes_, " bytes on the device; sm_", arch_.sm(), " table '", tuning_.gpu,
                                 "', small shape for N <= ", tuning_.small_n_max);
+    if (stream_ok())
+      d += ::sdnn::detail::concat(", streaming for N <= ", tuning_.stream_n_max, " (", sched_.ctas, " blocks x ",
+                                  sched_.warps, " warps)");
     if (n > 0) {
       auto const s = shape_for(n);
-      d += ::sdnn::detail::concat("; N = ", n, ": ", s.large ? "large" : "small", " tile ", s.bm, " x ", s.bn, " x ",
-                                  s.bk, ", ", s.stages, " stages, ", s.threads, " threads, ", s.smem,
-                                  " B shared; grid ", s.panels, " panels x ", s.ntiles, " n-tiles x ", s.splits,
-                                  " K splits");
+      if (s.stream)
+        d += ::sdnn::detail::concat("; N = ", n, ": stream, units ", s.bm, " x ", s.bk, ", ", s.bn, " rows x ", s.passes,
+                                    " passes, ", s.threads, " threads, ", s.smem, " B shared, ", s.stages,
+                                    " chunks in flight per warp; grid ", s.ctas, " blocks over ", s.panels, " panels");
+      else
+        d += ::sdnn::detail::concat("; N = ", n, ": ", s.large ? "large" : "small", " tile ", s.bm, " x ", s.bn, " x ",
+                                    s.bk, ", ", s.stages, " stages, ", s.threads, " threads, ", s.smem,
+                                    " B shared; grid ", s.panels, " panels x ", s.ntiles, " n-tiles x ", s.splits,
+                                    " K splits");
     }
     return d;
   }
@@ -225,6 +268,10 @@ class tc_linear_plan {
     if (x.rows == 0 || m_ == 0) return;
     if (ws.data != nullptr && s.workspace)
       SDNN_CUDA_CHECK(cudaMemsetAsync(w.data, 0, counter_bytes(s), exec.stream));
+    if (s.stream) {
+      run_stream(s, exec, x, y, epi, w);
+      return;
+    }
     auto fill = [&](auto& p) {
       p.x = x.data;
       p.ldx = x.ld;
@@ -274,6 +321,114 @@ class tc_linear_plan {
   // The split counters: the same region for every N (a run with another N must find them zero).
   std::size_t counter_bytes(launch_shape const&) const { return counters_bytes_; }
 
+  // The streaming kernel: tile_offsets, and blocks whose compiled shapes include it (square).
+  bool stream_ok() const {
+    if constexpr (tiles) return true;
+    else if constexpr (blocks) return br_ == bc_;
+    else return false;
+  }
+  template <class F>
+  void with_stream_tiles(F&& f) const {
+    if constexpr (tiles) f(policy::tc_tile_offsets_tiles{});
+    else if constexpr (blocks)
+      detail::with_block_shape(br_, bc_, [&](auto BR, auto BC) {
+        using Tiles = policy::tc_block_tiles<decltype(BR)::value, decltype(BC)::value>;
+        if constexpr (Tiles::has_stream) f(Tiles{});
+      });
+  }
+  template <class Tiles, class F>
+  static void with_stream_bn(int bn, F&& f) {
+    if (bn == 8) f(typename Tiles::template stream<8>{});
+    else f(typename Tiles::template stream<32>{});
+  }
+
+  // The schedule of the streaming kernel (ops/tc_stream_schedule.hpp), on the device.
+  template <class Wt>
+  void build_schedule(Wt const& w, cuda_exec exec) {
+    with_stream_tiles([&](auto tiles_tag) {
+      using Cfg = typename decltype(tiles_tag)::template stream<32>;
+      std::int64_t const unit_cost = tuning_.stream_unit_cost;
+      if constexpr (tiles) {
+        auto const* off = w.tile_offset().data();
+        sched_ = detail::build_tc_stream_schedule(
+            w.row_tiles(), w.tile_ptr().data(), [&](std::int64_t u) { return std::int64_t(off[u + 1] - off[u]) * 16; },
+            [&](std::int64_t u) { return off[u]; }, stream_ctas_, Cfg::Warps, unit_cost);
+      } else if constexpr (blocks) {
+        std::int64_t const unit = std::int64_t(Cfg::BR) * Cfg::BC * 2;
+        sched_ = detail::build_tc_stream_schedule(
+            w.row_blocks(), w.row_ptr().data(), [&](std::int64_t) { return unit; },
+            [&](std::int64_t u) { return std::uint32_t(u * (unit / 16)); }, stream_ctas_, Cfg::Warps, unit_cost);
+      }
+    });
+    sched_dev_ = to_device(sched_.data.data(), sched_.data.size(), exec);
+  }
+
+  template <class Cfg>
+  void fill_stream(launch_shape& s, std::int64_t n) const {
+    s.stream = true;
+    s.bm = Cfg::BR;
+    s.bk = Cfg::BC;
+    s.bn = Cfg::BN;
+    s.stages = Cfg::Ring / Cfg::Chunk;
+    s.threads = Cfg::threads;
+    s.smem = kernels::tc_stream_smem<Cfg, tiles>::total;
+    s.panels = sched_.panels;
+    s.ntiles = 1;
+    s.ctas = sched_.ctas;
+    s.passes = static_cast<int>(std::max<std::int64_t>(1, (n + Cfg::BN - 1) / Cfg::BN));
+    s.counters = std::size_t(s.passes) * std::size_t(s.panels);
+    s.workspace = counters_bytes_ + ::sdnn::detail::workspace_carver::bytes_of<float>(
+                                        std::size_t(s.passes) * std::size_t(s.ctas) * 2 * Cfg::BR * Cfg::BN);
+  }
+
+  template <class Out>
+  void run_stream(launch_shape const& s, cuda_exec exec, dense_view<T const> x, dense_view<Out> y,
+                  basic_epilogue<float> const& epi, workspace w) const {
+    auto go = [&](auto src, auto cfg_tag) {
+      using Cfg = decltype(cfg_tag);
+      using Src = decltype(src);
+      kernels::tc_stream_params<T, Src> p{};
+      p.src = src;
+      p.x = x.data;
+      p.ldx = x.ld;
+      p.x_pair = reinterpret_cast<std::uintptr_t>(x.data) % 4 == 0 && x.ld % 2 == 0 && k_ % 2 == 0;
+      p.y = y.data;
+      p.ldy = y.ld;
+      p.y_float = std::is_same_v<Out, float>;
+      p.M = m_;
+      p.N = static_cast<std::int32_t>(x.rows);
+      p.K = k_;
+      p.epi = epi;
+      p.panels = sched_.panels;
+      p.passes = s.passes;
+      p.sched = sched_dev_.data();
+      p.warp_begin = sched_.warp_begin;
+      p.warp_panel = sched_.warp_panel;
+      p.warp_off = sched_.warp_off;
+      p.cta_panel = sched_.cta_panel;
+      p.panel_cta = sched_.panel_cta;
+      p.empty = sched_.empty;
+      p.n_empty = sched_.n_empty;
+      p.counters = static_cast<std::int32_t*>(w.data);
+      p.partial = reinterpret_cast<float*>(static_cast<unsigned char*>(w.data) + counters_bytes_);
+      kernels::tc_stream_kernel<Cfg, T, Src>
+          <<<static_cast<unsigned>(sched_.ctas), Cfg::threads, kernels::tc_stream_smem<Cfg, tiles>::total, exec.stream>>>(p);
+      SDNN_CUDA_CHECK_LAUNCH();
+    };
+    with_stream_tiles([&](auto tiles_tag) {
+      using Tiles = decltype(tiles_tag);
+      with_stream_bn<Tiles>(s.bn, [&](auto cfg_tag) {
+        if constexpr (tiles) {
+          auto const v = tiles_.view();
+          go(kernels::tc_tile_offsets_source<T>{v.tile_ptr, v.tile_col, v.tile_offset, v.data}, cfg_tag);
+        } else {
+          auto const v = bsr_.view();
+          go(kernels::tc_block_source<T>{v.row_ptr, v.col_idx, v.values}, cfg_tag);
+        }
+      });
+    });
+  }
+
   // Raises the kernels' shared-memory limit and records the small shape's resident blocks.
   void prepare_kernels() {
     int dev = 0;
@@ -291,6 +446,24 @@ class tc_linear_plan {
       detail::with_block_shape(br_, bc_, [&](auto BR, auto BC) {
         prep(policy::tc_block_tiles<decltype(BR)::value, decltype(BC)::value>{});
       });
+    with_stream_tiles([&](auto tiles_tag) {
+      using Tiles = decltype(tiles_tag);
+      int per_sm = 1 << 20;
+      for (int bn : {8, 32})
+        with_stream_bn<Tiles>(bn, [&](auto cfg_tag) {
+          using Cfg = decltype(cfg_tag);
+          using Src = std::conditional_t<tiles, tile_src, block_src>;
+          constexpr int smem = kernels::tc_stream_smem<Cfg, tiles>::total;
+          SDNN_EXPECTS(smem <= optin, name(), ": the streaming shape needs ", smem,
+                       " bytes of shared memory per block, this GPU allows ", optin);
+          auto kern = kernels::tc_stream_kernel<Cfg, T, Src>;
+          SDNN_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+          int b = 0;
+          SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kern, Cfg::threads, smem));
+          per_sm = std::min(per_sm, std::max(b, 1));
+        });
+      stream_ctas_ = per_sm * ::sdnn::detail::sm_count();
+    });
   }
   template <class Cfg>
   int prepare(int optin) {
@@ -307,8 +480,18 @@ class tc_linear_plan {
 
   template <class Tiles>
   void fill_shape(launch_shape& s, std::int64_t n) const {
+    if constexpr (!dense) {
+      if (stream_ok() && (shape_ == policy::tc_shape::stream ||
+                          (shape_ == policy::tc_shape::automatic && n <= tuning_.stream_n_max))) {
+        if constexpr (Tiles::has_stream) {
+          if (policy::tc_stream_bn(n) == 8) fill_stream<typename Tiles::template stream<8>>(s, n);
+          else fill_stream<typename Tiles::template stream<32>>(s, n);
+          return;
+        }
+      }
+    }
     bool const large = shape_ == policy::tc_shape::large ||
-                       (shape_ == policy::tc_shape::automatic && n > tuning_.small_n_max);
+                       (shape_ != policy::tc_shape::small && n > tuning_.small_n_max);
     auto set = [&](auto cfg_tag) {
       using Cfg = decltype(cfg_tag);
       s.large = large;
@@ -324,6 +507,7 @@ class tc_linear_plan {
       s.splits = large || n > tuning_.split_n_max
                      ? 1
                      : policy::tc_choose_splits(std::int64_t(s.panels) * s.ntiles, small_slots_, kblocks, tuning_);
+      s.counters = s.splits > 1 ? std::size_t(s.panels) * std::size_t(s.ntiles) : 0;
       s.workspace = s.splits > 1 ? counter_bytes(s) + ::sdnn::detail::workspace_carver::bytes_of<float>(
                                                           std::size_t(s.splits) * std::size_t(n) * std::size_t(m_))
                                  : 0;
@@ -353,7 +537,10 @@ class tc_linear_plan {
   std::int32_t m_ = 0, k_ = 0, br_ = 0, bc_ = 0, nnz_ = 0, max_row_blocks_ = 0;
   std::int64_t ldw_ = 0;
   std::int64_t small_slots_ = 1;
+  int stream_ctas_ = 1;
   std::size_t stored_bytes_ = 0, ws_bytes_ = 0, counters_bytes_ = 0;
+  detail::tc_stream_schedule sched_;
+  buffer<std::int32_t, device_space> sched_dev_;
   buffer<T, device_space> dense_w_;
   block_sparse_matrix<T, device_space> bsr_;
   tile_offsets_matrix<T, device_space> tiles_;

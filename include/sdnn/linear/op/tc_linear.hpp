@@ -4,7 +4,10 @@
 // ops::tc_linear_plan<Policy, T> (tc_linear.cuh) the device plan of core/plan.hpp;
 // ops::tc_linear_can_implement says why a plan cannot be made. Policies (policy/tensor_core.hpp):
 // tc_dense_mma (dense_matrix<T>), tc_block_sparse_mma (block_sparse_matrix<T>, blocks of 16/32/64
-// x 16/32/64), tc_tile_offsets_mma (tile_offsets_matrix<T>, 64 x 64 tiles); sm_80 and newer.
+// x 16/32/64), tc_tile_offsets_mma (tile_offsets_matrix<T>, 64 x 64 tiles); sm_80 and newer. Small
+// batches (N <= the tuning table's stream_n_max) of tile_offsets and square-block W run the
+// streaming kernel (linear/kernel/tc_stream.cuh, work split by ops/tc_stream_schedule.hpp), the
+// others the tiled one (linear/kernel/tc_spmm.cuh).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,7 @@
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/formats/tile_offsets.hpp"
 #include "sdnn/linear/policy/tensor_core.hpp"
+#include "sdnn/linear/op/tc_stream_schedule.hpp"
 #include "sdnn/linear/reference/tc_linear.hpp"
 
 namespace sdnn::ops {

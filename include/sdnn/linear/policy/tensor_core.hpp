@@ -43,9 +43,27 @@ struct tc_tile {
   static_assert(Stages >= 2 && Stages <= 8, "tc_tile: 2..8 stages (cp.async groups waited on by count)");
 };
 
+// The streaming shape for small batches (linear/kernel/tc_stream.cuh): a unit is one BR x BC
+// weight tile (a tile_offsets record or a stored block). Each of the Warps warps of a block
+// streams its own contiguous run of units through a private Ring-byte shared-memory ring, in
+// Chunk-byte cp.async groups (Ring / Chunk <= 8 groups in flight), and multiplies them with BN
+// batch rows (n8 mma tiles); N > BN runs ceil(N / BN) passes. One block per SM, one wave.
+template <int BR_, int BC_, int BN_, int Warps_ = 8, int Ring_ = 16384, int Chunk_ = 2048>
+struct tc_stream_tile {
+  static constexpr int BR = BR_, BC = BC_, BN = BN_, Warps = Warps_, Ring = Ring_, Chunk = Chunk_;
+  static constexpr int threads = 32 * Warps;
+  static constexpr int MT = BR / 16, KT = BC / 16, NT = BN / 8;  // m16, k16 and n8 tiles of a unit
+  static_assert(BR % 16 == 0 && BC % 16 == 0 && BN % 8 == 0, "tc_stream_tile: unit / batch shape");
+  static_assert((Ring & (Ring - 1)) == 0 && Ring % Chunk == 0 && Ring / Chunk <= 8 && Chunk % 512 == 0,
+                "tc_stream_tile: a power-of-two ring of at most 8 chunks of 512-byte multiples");
+  static_assert(2 * BR * BN * 4 <= Ring, "tc_stream_tile: the ring holds a warp's two partial sums at the end");
+  static_assert(BR * BC * 2 <= Ring, "tc_stream_tile: a unit fits the ring");
+};
+
 // The tile shapes compiled for each algorithm: `small` for memory-bound batches (N up to a
 // tuning entry; weights stream once, K split across blocks to fill the GPU), `large` for
-// compute-bound ones.
+// compute-bound ones; `stream<BN>` (tile_offsets and square blocks) for batches up to the
+// tuning table's stream_n_max.
 struct tc_dense_tiles {
   using small = tc_tile<64, 32, 64, 8, 4, 1, 2>;
   using large = tc_tile<128, 128, 32, 4, 2, 2, 1>;
@@ -56,15 +74,25 @@ struct tc_block_tiles {
   static constexpr int wk = (BC / 16) < (8 / wm) ? (BC / 16) : (8 / wm > 0 ? 8 / wm : 1);
   using small = tc_tile<BR, 32, BC, 8, wm, 1, wk>;
   using large = tc_tile<BR, (BR == 64 ? 128 : 256), BC, 4, (BR == 64 ? 2 : 1), (BR == 64 ? 2 : 4), 1>;
+  static constexpr bool has_stream = BR == BC;  // square blocks: compiled streaming shapes
+  template <int BN>
+  using stream = tc_stream_tile<BR, BC, BN>;
 };
 struct tc_tile_offsets_tiles {
   static constexpr int tile_rows = 64, tile_cols = 64;  // the format's tile = the kernel's BM x BK
   using small = tc_tile<64, 32, 64, 8, 4, 1, 2>;
   using large = tc_tile<64, 128, 64, 4, 2, 2, 1>;
+  static constexpr bool has_stream = true;
+  template <int BN>
+  using stream = tc_stream_tile<64, 64, BN>;
 };
 
+// The compiled batch widths of the streaming shape: 8 (one n8 tile) for N <= 8, else 32 (and
+// ceil(N / 32) passes).
+constexpr int tc_stream_bn(std::int64_t n) { return n <= 8 ? 8 : 32; }
+
 // Which compiled shape a plan runs (automatic: by the tuning table).
-enum class tc_shape { automatic, small, large };
+enum class tc_shape { automatic, small, large, stream };
 
 // Per-architecture tuning of the tensor-core plans, keyed as linear/policy/tuning.hpp's tables.
 struct tc_tuning {
@@ -74,17 +102,23 @@ struct tc_tuning {
   int max_splits = 1;            // K split across thread blocks (small shape only), at most
   std::int64_t split_n_max = 0;  // split K only for N <= this (the partials are N x M floats per split)
   double split_cost = 0;         // extra cost per split in the split model (partials through L2)
+  std::int64_t stream_n_max = 0; // the streaming shape for N <= this (tile_offsets, square blocks)
+  int stream_unit_cost = 0;      // bytes a unit costs beside its own when the stream schedule balances warps
 };
 
-// sm_90 (H100 SXM, CUDA 13.0). NOT YET MEASURED with these kernels (no device run in the session
-// that wrote them; benchmarks/results/tc_linear_notes.md): each entry is derived from byte and
-// block counts. small_n_max = 128: at N = 128 the product is still bound by the weight bytes
-// (11008 x 4096 dense: cuBLAS 36 us at N = 8 and at N = 128, tensor-cores notes) and the small
-// shape keeps the 4 n-tiles of a panel together in L2. split_n_max = 32: a split writes and reads
-// N x M floats, at N = 32 on 11008 x 4096 1.4 MB per split against 14 MB of 90 % weights.
-inline constexpr tc_tuning tc_tuning_sm90{{9, 0}, "NVIDIA H100 80GB HBM3 (derived, unmeasured)", 128, 8, 32, 0.02};
-// sm_80 and sm_8x: nothing measured; the same rules (they follow from byte and block counts).
-inline constexpr tc_tuning tc_tuning_sm80{{8, 0}, "none measured (sm_90 rules)", 128, 8, 32, 0.02};
+// sm_90: NVIDIA H100 80GB HBM3 (SXM, 132 SMs), CUDA 13.0, 2026-11-25, bench_linear_tc, 11008 x 4096,
+// bf16, L2 flushed (benchmarks/results/tc_linear_notes.md, versions v2-v4):
+//   stream_n_max = 32: the streaming kernel at N = 8 / 32 (v4: tile_offsets 90 % 40.7 / 72.7 us,
+//     v1's tiled kernel 67.3 / 74.7; blocks 32 x 32 90 % 18.2 / 27.6 us, v1 23.1 / 28.5), the
+//     small shape at N = 128, where the streaming kernel's 4 passes lose (v3: tile_offsets 90 %
+//     stream 277.5 us, small 247.5 us; blocks stream 90.4 us, small 42.2 us).
+//   stream_unit_cost = 192: bytes a unit's fixed work (X fragments, header, mma) is worth when
+//     runs are balanced; not swept (one value measured).
+//   small_n_max = 128, max_splits = 8, split_n_max = 32, split_cost = 0.02: the first version's
+//     values, unchanged; the small shape now serves 32 < N <= 128 and dense W (not re-swept).
+inline constexpr tc_tuning tc_tuning_sm90{{9, 0}, "NVIDIA H100 80GB HBM3 (2026-11-25)", 128, 8, 32, 0.02, 32, 192};
+// sm_80 and sm_8x: nothing measured; sm_90's values.
+inline constexpr tc_tuning tc_tuning_sm80{{8, 0}, "none measured (sm_90 values)", 128, 8, 32, 0.02, 32, 192};
 
 // The newest measured table not newer than `a` (a 10.0 part uses sm_90's); none below sm_80,
 // where the kernels do not run (can_implement refuses).
