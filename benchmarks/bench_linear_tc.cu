@@ -5,7 +5,9 @@
 // 20 after 3 untimed. One JSON line per point ($SDNN_BENCH_JSON or stdout, family "linear_tc"):
 // GPU, CUDA, date, time, speedup over cuBLAS, % of HBM peak (3.35 TB/s; W as stored + X + Y) and
 // of the dense bf16 tensor-core peak (989 TFLOP/s; the mma work issued). --quick: 11008 x 4096,
-// N 8/32/2048, 70/90/95 % and 90 % blocks.
+// N 8/32/2048, 70/90/95 % and 90 % blocks. A subset (short device calls): --shapes=MxK,..
+// --n=8,32,.. --unstructured=0.9,.. --blocked=0.9,.. (an empty list: none) --no-dense
+// --shape=small|large|stream (the sparse plans' shape forced; the JSON's launch field says which ran).
 #include "bench_util.cuh"
 
 #include <cublas_v2.h>
@@ -29,6 +31,8 @@ namespace {
 using sdnn_bench::stream;
 
 constexpr double kHbmPeak = 3.35e12, kTcPeak = 989e12;  // H100 SXM datasheet: HBM3, dense bf16
+bool g_dense = true;                                      // tc_dense_mma points
+policy::tc_shape g_shape = policy::tc_shape::automatic;  // --shape=small|large|stream: forced for the sparse plans
 
 #define BENCH_CUBLAS(call)                                                                          \
   do {                                                                                              \
@@ -182,7 +186,7 @@ std::shared_ptr<config> get_config(shape s, std::string const& kernel, double sp
       }
     }
     c->mma_fraction = double(nonempty_sub) * 256.0 / (double(s.m) * double(s.k));
-    auto p = std::make_shared<ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16>>(t, e);
+    auto p = std::make_shared<ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16>>(t, e, plan_options{}, g_shape);
     c->weight_bytes = p->weight_bytes();
     c->run = [p, xv, yv](std::int64_t n, cuda_exec ex) { p->run(ex, xv(n), yv(n), epilogue_none<float>()); };
     c->describe = [p](std::int64_t n) { return p->describe(n); };
@@ -191,7 +195,7 @@ std::shared_ptr<config> get_config(shape s, std::string const& kernel, double sp
     auto w = make_w(s, sparsity, 32, std::uint64_t(sparsity * 1000) + 3);
     auto b = block_sparse_from_dense(w.view(), 32, 32);
     c->mma_fraction = double(b.nnzb()) * 1024.0 / (double(s.m) * double(s.k));
-    auto p = std::make_shared<ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>>(b, e);
+    auto p = std::make_shared<ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>>(b, e, plan_options{}, g_shape);
     c->weight_bytes = p->weight_bytes();
     c->run = [p, xv, yv](std::int64_t n, cuda_exec ex) { p->run(ex, xv(n), yv(n), epilogue_none<float>()); };
     c->describe = [p](std::int64_t n) { return p->describe(n); };
@@ -269,17 +273,76 @@ void register_shape(shape s, std::vector<std::int64_t> const& ns, std::vector<do
       });
     }
   };
-  add_config("tc_dense_mma", 0.0);
+  if (g_dense) add_config("tc_dense_mma", 0.0);
   for (double sp : unstructured) add_config("tc_tile_offsets", sp);
   for (double sp : blocked) add_config("tc_block_sparse", sp);
+}
+
+// --name=a,b,c: the values (removed from argv); absent: `fallback`.
+template <class V>
+std::vector<V> take_list(int& argc, char** argv, std::string const& name, std::vector<V> fallback) {
+  std::string const key = name + "=";
+  int out = 0;
+  for (int i = 0; i < argc; ++i) {
+    std::string const a = argv[i];
+    if (i > 0 && a.compare(0, key.size(), key) == 0) {
+      fallback.clear();
+      std::string rest = a.substr(key.size());
+      while (!rest.empty()) {
+        auto const comma = rest.find(',');
+        std::string const item = rest.substr(0, comma);
+        if (!item.empty()) fallback.push_back(V(std::stod(item)));
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+      }
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argc = out;
+  return fallback;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   bool const quick = sdnn_bench::take_flag(argc, argv, "--quick");
+  g_dense = !sdnn_bench::take_flag(argc, argv, "--no-dense");
+  if (sdnn_bench::take_flag(argc, argv, "--shape=small")) g_shape = policy::tc_shape::small;
+  if (sdnn_bench::take_flag(argc, argv, "--shape=large")) g_shape = policy::tc_shape::large;
+  if (sdnn_bench::take_flag(argc, argv, "--shape=stream")) g_shape = policy::tc_shape::stream;
+  auto const ns_opt = take_list<std::int64_t>(argc, argv, "--n", {});
+  auto const un_opt = take_list<double>(argc, argv, "--unstructured", {-1});
+  auto const bl_opt = take_list<double>(argc, argv, "--blocked", {-1});
+  std::vector<shape> shapes_opt;
+  {
+    std::string const key = "--shapes=";
+    int out = 0;
+    for (int i = 0; i < argc; ++i) {
+      std::string a = argv[i];
+      if (i > 0 && a.compare(0, key.size(), key) == 0) {
+        a = a.substr(key.size());
+        while (!a.empty()) {
+          auto const comma = a.find(',');
+          std::string const item = a.substr(0, comma);
+          auto const x = item.find('x');
+          shapes_opt.push_back({std::stoll(item.substr(0, x)), std::stoll(item.substr(x + 1))});
+          a = comma == std::string::npos ? "" : a.substr(comma + 1);
+        }
+      } else {
+        argv[out++] = argv[i];
+      }
+    }
+    argc = out;
+  }
   benchmark::Initialize(&argc, argv);
-  if (quick) {
+  bool const subset = !ns_opt.empty() || shapes_opt.size() || un_opt != std::vector<double>{-1} ||
+                      bl_opt != std::vector<double>{-1};
+  if (subset) {
+    auto const ns = ns_opt.empty() ? std::vector<std::int64_t>{8, 32, 2048} : ns_opt;
+    auto const un = un_opt == std::vector<double>{-1} ? std::vector<double>{0.7, 0.9, 0.95} : un_opt;
+    auto const bl = bl_opt == std::vector<double>{-1} ? std::vector<double>{0.9} : bl_opt;
+    for (shape s : shapes_opt.empty() ? std::vector<shape>{{11008, 4096}} : shapes_opt) register_shape(s, ns, un, bl);
+  } else if (quick) {
     register_shape({11008, 4096}, {8, 32, 2048}, {0.7, 0.9, 0.95}, {0.9});
   } else {
     std::vector<std::int64_t> const ns{1, 8, 32, 128, 512, 2048};

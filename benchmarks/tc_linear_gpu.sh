@@ -5,10 +5,11 @@
 # bench_linear_tc.
 #
 #   benchmarks/tc_linear_gpu.sh BIN_DIR OUT_DIR      BIN_DIR: test_linear_tc, bench_linear_tc
-# env: BENCH_ARGS (e.g. --quick), SKIP_TESTS=1, SKIP_MEMCHECK=1, MEMCHECK_TIMEOUT, TESTS_TIMEOUT,
-# BENCH_TIMEOUT (seconds, default 600 / 900 / 900).
-# Order: tests, SASS summary, benchmark, memcheck (the slowest last).
-# OUT_DIR gets tests.log, memcheck.log, sass.txt, bench.log, linear_tc.jsonl, status.
+# env: BENCH_ARGS (e.g. --quick, or a subset: --n=8,32 --unstructured=0.9 --blocked= --no-dense),
+# SKIP_TESTS=1, SKIP_MEMCHECK=1, SKIP_RACECHECK=1, MEMCHECK_TIMEOUT, RACECHECK_TIMEOUT, TESTS_TIMEOUT,
+# BENCH_TIMEOUT (seconds, default 600 / 300 / 900 / 900).
+# Order: tests, SASS summary, benchmark, racecheck, memcheck (the slowest last).
+# OUT_DIR gets tests.log, memcheck.log, racecheck.log, sass.txt, bench.log, linear_tc.jsonl, status.
 set -uo pipefail
 BIN=$(cd "${1:?usage: tc_linear_gpu.sh BIN_DIR OUT_DIR}" && pwd)
 OUT=${2:?usage: tc_linear_gpu.sh BIN_DIR OUT_DIR}
@@ -37,6 +38,11 @@ rm -f "$OUT/linear_tc.jsonl"
 # shellcheck disable=SC2086
 step bench bench.log timeout "${BENCH_TIMEOUT:-900}" env SDNN_BENCH_JSON="$OUT/linear_tc.jsonl" "$BIN/bench_linear_tc" ${BENCH_ARGS:-} \
   --benchmark_counters_tabular=true
+if [ "${SKIP_RACECHECK:-0}" != 1 ]; then  # shared-memory hazards: the streaming kernel at 4 batch sizes
+  step racecheck racecheck.log timeout "${RACECHECK_TIMEOUT:-300}" env SDNN_REQUIRE_GPU=1 compute-sanitizer --tool racecheck \
+    --error-exitcode 99 "$BIN/test_linear_tc" "tc_linear: one plan runs batches of several sizes in turn (split counters stay consistent)"
+  tail -2 "$OUT/racecheck.log"
+fi
 if [ "${SKIP_MEMCHECK:-0}" != 1 ]; then
   step memcheck memcheck.log timeout "${MEMCHECK_TIMEOUT:-600}" env SDNN_REQUIRE_GPU=1 compute-sanitizer --tool memcheck --error-exitcode 99 \
     "$BIN/test_linear_tc" "[tc]~[big]"
