@@ -289,7 +289,7 @@ TEST_CASE("sparse_linear device policies and sequential match the host layer", "
   std::vector<float> bias(n2);
   for (std::int32_t j = 0; j < n2; ++j) bias[static_cast<std::size_t>(j)] = static_cast<float>(j % 3) - 1.f;
   auto e1 = epilogue_capped_relu<float>(-2.f);
-  auto e2 = epilogue_relu<float>(bias.data());  // bias on zeros: no row may be skipped
+  auto e2 = epilogue_relu(bias);  // bias on zeros: no row may be skipped
   sequential<float> host_seq;
   host_seq.add(std::make_shared<layers::sparse_linear<float>>(random_csr(n0, n1, 0.1, 2u), e1));
   host_seq.add(std::make_shared<layers::sparse_linear<float>>(random_csr(n1, n2, 0.1, 3u), e2));

@@ -274,6 +274,7 @@ TEST_CASE("sparse_linear destroyed right after a forward on another stream: the 
   auto const bias = column_bias(n);
   basic_epilogue<float> epi;  // bias on every output (also on zero products): every output reads it
   epi.bias = bias.data();
+  epi.bias_count = static_cast<std::int64_t>(bias.size());
   auto layer = std::make_unique<layer_t>(clone(w), epi);
   auto const x = random_x(m, k, 2u);
   auto const ref = host_forward(*layer, x);

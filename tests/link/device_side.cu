@@ -1,14 +1,18 @@
 // The "same class in every compiler" test, device half (compiled by nvcc): see host_side.cpp.
-// It instantiates sparse_linear<float>'s members here (the documented rule for a layer type
-// that only .cpp files construct) and calls plan() and forward(cuda_exec) through the base
-// class only.
+// It installs sparse_linear<float>'s device members by constructing the type in a function
+// that never runs (the documented rule: a .cu that includes sdnn.hpp and constructs the type;
+// tests/common/device_instances.cu covers SDNN_INSTANTIATE_SPARSE_LINEAR), and calls plan()
+// and forward(cuda_exec) through the base class only.
 #include <sdnn/sdnn.hpp>
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
 
-SDNN_INSTANTIATE_SPARSE_LINEAR(float, sdnn::policy::sparse_linear_default);
+std::shared_ptr<sdnn::layer<float>> never_called(sdnn::csr_matrix<float, int> w) {
+  return std::make_shared<sdnn::layers::sparse_linear<float>>(std::move(w), sdnn::epilogue_none<float>());
+}
 
 int run_on_device(sdnn::layer<float>& l, std::vector<float> const& in, std::vector<float> const& expected, int rows,
                   int k, int n) {

@@ -4,6 +4,7 @@
 // orders (host_side.o device_side.o, and the reverse). Before the device members were declared
 // for every compiler, the order host_side.o first ran the vtable of this translation unit (no
 // device overrides: "has no device implementation") and the reverse order ran the device code.
+// A type that no .cu constructs (sparse_linear<double>) must still link and say not_compiled.
 #include <sdnn/sdnn.hpp>
 
 #include <cstdio>
@@ -37,7 +38,17 @@ int main() {
   bool const need_gpu = std::getenv("SDNN_REQUIRE_GPU") && std::string(std::getenv("SDNN_REQUIRE_GPU")) == "1";
   if (r == 0) std::puts("link_order: the device path ran through layer<float>* and matched the host layer");
   if (r == 2) std::puts("link_order: the device path ran (no GPU visible: it failed inside CUDA, as it must)");
-  bool const ok = r == 0 || (r == 2 && !need_gpu);
+
+  bool refused = false;
+  try {
+    sdnn::layers::sparse_linear<double> other(sdnn::make_csr<double, int>(1, 1, {0, 1}, {0}, {1.0}),
+                                              sdnn::epilogue_none<double>());
+    other.plan(1, 1, sdnn::cuda_exec{});
+  } catch (sdnn::not_compiled const& e) {
+    refused = true;
+    std::printf("link_order: sparse_linear<double>, constructed by no .cu: %s\n", e.what());
+  }
+  bool const ok = (r == 0 || (r == 2 && !need_gpu)) && refused;
   std::puts(ok ? "1 passed, 0 failed" : "0 passed, 1 failed");
   return ok ? 0 : 1;
 }

@@ -1,6 +1,8 @@
-// sdnn/challenge/pipeline.cuh - the device members of pipeline::challenge_network (declared in
-// challenge/pipeline.hpp for every compiler). Built on ops only: each layer's ops::dense_sparse_plan
-// (through layers::sparse_linear) and the row bookkeeping of linear/op/rows.cuh.
+// sdnn/challenge/pipeline.cuh - the bodies of the device members of pipeline::challenge_network
+// (challenge/pipeline.hpp defines the members for every compiler, as calls through the type's
+// table; a .cu that includes this header and constructs the type installs them). Built on ops
+// only: each layer's ops::dense_sparse_plan (through layers::sparse_linear) and the row
+// bookkeeping of linear/op/rows.cuh.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -84,7 +86,7 @@ void parallel_for(std::size_t n, F&& f) {
 }  // namespace detail
 
 template <class P>
-void challenge_network<P>::plan(std::int64_t inputs, cuda_exec exec, challenge_options opt) {
+void challenge_network<P>::plan_body(std::int64_t inputs, cuda_exec exec, challenge_options opt) {
   SDNN_EXPECTS(inputs >= 0 && inputs <= INT32_MAX, "challenge_network: inputs must fit int32, got ", inputs);
   std::int64_t const n = neurons();
   // Every layer's plan first (uploads, transposes, tiles), several at once on host threads, so
@@ -152,7 +154,8 @@ void challenge_network<P>::plan(std::int64_t inputs, cuda_exec exec, challenge_o
 }
 
 template <class P>
-challenge_result challenge_network<P>::run(cuda_exec exec, csr_view<float, std::int32_t> inputs, bool keep_final) {
+challenge_result challenge_network<P>::run_body(cuda_exec exec, csr_view<float, std::int32_t> inputs,
+                                               bool keep_final) {
   std::int64_t const n = neurons();
   SDNN_EXPECTS_DIMS(inputs.cols == n, "challenge_network: inputs have ", inputs.cols, " columns, the network ", n,
                     " neurons");
@@ -267,4 +270,17 @@ void challenge_network<P>::capture(cuda_exec exec, csr_view<float, std::int32_t>
   w.graph_src[2] = inputs.values;
 }
 
+template <class P>
+typename challenge_network<P>::device_table const challenge_network<P>::device_bodies{&challenge_network::plan_body,
+                                                                                      &challenge_network::run_body};
+
 }  // namespace sdnn::pipeline
+
+namespace sdnn::detail {
+// Called by the constructor when a CUDA compiler reads it (layers/layer.hpp): installs the
+// bodies above for this type, before main.
+template <class P>
+bool request_device_members(device_tag<pipeline::challenge_network<P>>, int) noexcept {
+  return device_registration<pipeline::challenge_network<P>>::installed;
+}
+}  // namespace sdnn::detail

@@ -3,13 +3,15 @@
 // (epi = epilogue_capped_relu), then the categories, the 1-based ids of the rows of Y_L with a
 // nonzero sum. One layers::sparse_linear per layer, all sharing one device-side list of live rows;
 // on the device each batch's layers are captured once into a CUDA Graph. Host and device backends
-// share the call: run(host_exec, ...) / run(cuda_exec, ...); the device members are defined in
-// challenge/pipeline.cuh (one .cu of the program includes it; without CUDA they throw not_compiled).
+// share the call: run(host_exec, ...) / run(cuda_exec, ...); the device members run the bodies of
+// challenge/pipeline.cuh when one .cu of the program compiled them (a .cu that includes it and
+// constructs the type), else throw not_compiled (layers/layer.hpp, detail::device_registration).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -54,6 +56,7 @@ class challenge_network {
   using layer_type = layers::sparse_linear<float, format::csr, Policy>;
 
   explicit challenge_network(std::vector<std::shared_ptr<layer_type>> layers) : layers_(std::move(layers)) {
+    request_device_code();
     SDNN_EXPECTS(!layers_.empty(), "challenge_network: needs at least one layer");
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       SDNN_EXPECTS(layers_[i] && layers_[i]->in_features() == layers_[i]->out_features() &&
@@ -116,7 +119,9 @@ class challenge_network {
   // Device plan for up to `inputs` input rows: plans every layer (uploads, transposes, tiles;
   // on host threads, several layers at once), chooses the batch, allocates activations, lists,
   // flags and the compaction workspace. Synchronises exec.stream (reads free memory).
-  void plan(std::int64_t inputs, cuda_exec exec, challenge_options opt = {});
+  void plan(std::int64_t inputs, cuda_exec exec, challenge_options opt = {}) {
+    (this->*device_members("plan(cuda_exec)").plan)(inputs, exec, opt);
+  }
   std::int64_t batch() const noexcept { return batch_; }
 
   // Where plan() put the weights (streamed or resident, slots, bytes), and what the last device
@@ -140,12 +145,42 @@ class challenge_network {
   // Device backend. inputs: device CSR (images x N). Runs every batch; reads the live count
   // and list back once per batch (this call synchronises exec.stream for that), never per
   // layer (except policy::cusparse_filter_rows, which reads the count every layer).
-  challenge_result run(cuda_exec exec, csr_view<float, std::int32_t> inputs, bool keep_final = false);
+  challenge_result run(cuda_exec exec, csr_view<float, std::int32_t> inputs, bool keep_final = false) {
+    return (this->*device_members("run(cuda_exec)").run)(exec, inputs, keep_final);
+  }
 
  private:
   struct device_state;  // challenge/pipeline.cuh: activations, lists, flags, compaction, graph
+
+  // The device members' bodies and their helpers, defined in challenge/pipeline.cuh; the
+  // bodies are called only through the type's table (layers/layer.hpp, device_registration).
+  void plan_body(std::int64_t inputs, cuda_exec exec, challenge_options opt);
+  challenge_result run_body(cuda_exec exec, csr_view<float, std::int32_t> inputs, bool keep_final);
   void enqueue_batch(cuda_exec exec, csr_view<float, std::int32_t> inputs, std::int32_t first, std::int32_t rows);
   void capture(cuda_exec exec, csr_view<float, std::int32_t> inputs, std::int32_t first, std::int32_t rows);
+  struct device_table {
+    void (challenge_network::*plan)(std::int64_t, cuda_exec, challenge_options);
+    challenge_result (challenge_network::*run)(cuda_exec, csr_view<float, std::int32_t>, bool);
+  };
+  static device_table const device_bodies;                    // challenge/pipeline.cuh
+  static inline device_table const* device_table_ = nullptr;  // null: no .cu compiled the bodies
+  template <class>
+  friend struct ::sdnn::detail::device_registration;
+
+  static device_table const& device_members(char const* member) {
+    if (device_table_) return *device_table_;
+    std::string const type = "pipeline::challenge_network<" + policy::name<Policy>() + ">";
+    throw not_compiled(
+        type + "::" + member,
+        ::sdnn::detail::no_device_code(type, "template class sdnn::pipeline::challenge_network<Policy>;"), __FILE__,
+        __LINE__);
+  }
+  // Compiled by a CUDA compiler: asks for this type's registration (layers/layer.hpp).
+  static void request_device_code() noexcept {
+#if defined(__CUDACC__)
+    request_device_members(::sdnn::detail::device_tag<challenge_network>{}, 0);
+#endif
+  }
   // Which ping-pong slot holds the final activations / list after all layers.
   int final_y() const { return static_cast<int>(layers_.size() % 2); }
   int final_slot() const { return layer_type::uses_row_list() ? static_cast<int>(layers_.size() % 2) : 0; }
@@ -157,24 +192,5 @@ class challenge_network {
   weight_store_decision placement_{};
   weight_store_stats stats_{};
 };
-
-#if !SDNN_HAS_CUDA
-template <class P>
-void challenge_network<P>::plan(std::int64_t, cuda_exec, challenge_options) {
-  SDNN_NOT_COMPILED("pipeline::challenge_network::plan(cuda_exec)", "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)");
-}
-template <class P>
-challenge_result challenge_network<P>::run(cuda_exec, csr_view<float, std::int32_t>, bool) {
-  SDNN_NOT_COMPILED("pipeline::challenge_network::run(cuda_exec)", "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)");
-}
-template <class P>
-void challenge_network<P>::enqueue_batch(cuda_exec, csr_view<float, std::int32_t>, std::int32_t, std::int32_t) {
-  SDNN_NOT_COMPILED("pipeline::challenge_network (device)", "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)");
-}
-template <class P>
-void challenge_network<P>::capture(cuda_exec, csr_view<float, std::int32_t>, std::int32_t, std::int32_t) {
-  SDNN_NOT_COMPILED("pipeline::challenge_network (device)", "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)");
-}
-#endif
 
 }  // namespace sdnn::pipeline

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "sdnn/core/config.hpp"
 
@@ -24,6 +26,10 @@ struct basic_epilogue {
   bool relu = false;
   bool has_cap = false;
   Acc cap = 0;
+  // Values at bias, where known (set with it by the factories that take a container); -1: a
+  // bare pointer, trusted to hold one per output column. Layers and ops::spmm_dense_sparse
+  // check it against the output width; kernels never read it.
+  std::int64_t bias_count = -1;
 
   SDNN_HOST_DEVICE Acc operator()(Acc acc, std::int64_t col) const {
     if (bias_on_zero || acc != Acc(0)) {
@@ -44,15 +50,41 @@ struct basic_epilogue {
 
 using epilogue = basic_epilogue<float>;
 
+namespace detail {
+// The element type of a contiguous container (data(), size()), or void.
+template <class R, class = void>
+struct bias_range_value {
+  using type = void;
+};
+template <class R>
+struct bias_range_value<R, std::void_t<decltype(std::declval<R const&>().data()),
+                                       decltype(std::declval<R const&>().size())>> {
+  using type = std::remove_cv_t<std::remove_pointer_t<decltype(std::declval<R const&>().data())>>;
+};
+// Acc when given, else the container's element type; SFINAE when they differ.
+template <class Acc, class R, class V = typename bias_range_value<R>::type,
+          class A = std::conditional_t<std::is_void_v<Acc>, V, Acc>>
+using bias_range_acc = std::enable_if_t<!std::is_void_v<V> && std::is_same_v<V, A>, A>;
+}  // namespace detail
+
 // Factories for the common cases.
 template <class Acc = float>
 constexpr basic_epilogue<Acc> epilogue_none() { return {}; }
+// bias: one value per output column, or nullptr; a bare pointer carries no length (below: a
+// container, or the count).
 template <class Acc = float>
-constexpr basic_epilogue<Acc> epilogue_relu(Acc const* bias = nullptr) {
+constexpr basic_epilogue<Acc> epilogue_relu(Acc const* bias = nullptr, std::int64_t bias_count = -1) {
   basic_epilogue<Acc> e;
   e.bias = bias;
+  e.bias_count = bias_count;
   e.relu = true;
   return e;
+}
+// The same from a container (std::vector<Acc>, ...), whose size the layers check; it must
+// outlive the epilogue (a layer copies it).
+template <class Acc = void, class Range, class A = detail::bias_range_acc<Acc, Range>>
+basic_epilogue<A> epilogue_relu(Range const& bias) {
+  return epilogue_relu<A>(bias.size() ? bias.data() : nullptr, static_cast<std::int64_t>(bias.size()));  // empty: 0
 }
 // Bias only on nonzero products, then ReLU and a cap (default 32): the layer of a capped-ReLU
 // network such as the Sparse DNN Graph Challenge's.

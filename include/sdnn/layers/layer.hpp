@@ -9,9 +9,47 @@
 #include <cstdint>
 #include <string>
 
+#include "sdnn/core/config.hpp"
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/exec.hpp"
 #include "sdnn/formats/dense.hpp"
+
+namespace sdnn::detail {
+// Device members callable from every translation unit (layers::sparse_linear, sequential and
+// the pipelines built on them). The .hpp defines each device member, for every compiler, as a call
+// through L::device_table_ (an inline static pointer: one per type in the program; null: throw
+// not_compiled). The .cuh defines the bodies, their table L::device_bodies, and the overload of
+// request_device_members(device_tag<L>, int) that L's constructors call when a CUDA compiler
+// reads them: it names device_registration<L>::installed, whose static initialiser installs the
+// table before main. The call only reads a bool, so the program behaves the same whichever copy
+// of a constructor the linker keeps.
+template <class L>
+struct device_tag {};
+
+// Found where L's .cuh is not part of the translation unit: nothing to request.
+template <class L>
+constexpr bool request_device_members(device_tag<L>, long) noexcept {
+  return false;
+}
+
+// L befriends it.
+template <class L>
+struct device_registration {
+  static inline bool const installed = (L::device_table_ = &L::device_bodies, true);
+};
+
+// The remedy named by a device member whose type has no device code in this program.
+inline std::string no_device_code(std::string const& type, std::string const& instantiate) {
+#if SDNN_HAS_CUDA
+  return "this program compiled no device code for " + type +
+         ": include <sdnn/sdnn.hpp> in one .cu that constructs the type, or " + instantiate + " in any .cu";
+#else
+  (void)type;
+  (void)instantiate;
+  return "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)";
+#endif
+}
+}  // namespace sdnn::detail
 
 namespace sdnn {
 

@@ -1,9 +1,8 @@
-// sdnn/linear/sparse_linear.cuh - the device members of layers::sparse_linear (declared in
-// sparse_linear.hpp for every compiler): the layer holds one ops::dense_sparse_plan and the
-// bias in device memory. A program whose .cpp files use a sparse_linear type needs these
-// definitions in one .cu: a .cu that includes this header and constructs the type gets them
-// (its vtable instantiates the device members); otherwise SDNN_INSTANTIATE_SPARSE_LINEAR (at
-// the end of this file) does.
+// sdnn/linear/sparse_linear.cuh - the bodies of the device members of layers::sparse_linear
+// (sparse_linear.hpp defines the members for every compiler, as calls through the type's
+// table): the layer holds one ops::dense_sparse_plan and the bias in device memory. A .cu that
+// includes this header and constructs a sparse_linear type installs that type's bodies for the
+// whole program; otherwise SDNN_INSTANTIATE_SPARSE_LINEAR (at the end of this file) does.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,14 +35,12 @@ struct sparse_linear<T, F, P>::device_state {
 
 // W is transposed on the device now (async); the plan (tiles: one download of W^T) is made
 // by plan(), so that a pipeline can plan many layers on host threads at once.
+// (The constructor has copied the bias.)
 template <class T, class F, class P>
-sparse_linear<T, F, P>::sparse_linear(csr_matrix<T, std::int32_t, device_space> const& w_device,
-                                      basic_epilogue<acc_type> epi, cuda_exec exec)
-    : in_(w_device.rows()), out_(w_device.cols()), nnz_(w_device.nnz()), epi_(epi) {
+void sparse_linear<T, F, P>::from_device_body(csr_matrix<T, std::int32_t, device_space> const& w_device,
+                                              cuda_exec exec) {
   auto const st = plan_type::can_implement(in_, out_, nnz_);
   if (!st) SDNN_FAIL(st.why());
-  if (epi.bias) bias_.assign(epi.bias, epi.bias + out_);
-  epi_.bias = nullptr;
   device_ = std::make_shared<device_state>(exec);
   device_->wt = transpose(w_device, device_->runs.owned(exec));
   device_->bias = to_device(bias_.data(), bias_.size(), device_->runs.owned(exec));
@@ -52,7 +49,7 @@ sparse_linear<T, F, P>::sparse_linear(csr_matrix<T, std::int32_t, device_space> 
 }
 
 template <class T, class F, class P>
-void sparse_linear<T, F, P>::plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) {
+void sparse_linear<T, F, P>::plan_body(std::int64_t batch, std::int64_t in_features, cuda_exec exec) {
   out_features(in_features);
   SDNN_EXPECTS(batch >= 0, "sparse_linear: plan needs a batch >= 0, got ", batch);
   plan_options const opt{std::max<std::int64_t>(batch, 1), true};
@@ -71,7 +68,7 @@ void sparse_linear<T, F, P>::plan(std::int64_t batch, std::int64_t in_features, 
 }
 
 template <class T, class F, class P>
-void sparse_linear<T, F, P>::forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) {
+void sparse_linear<T, F, P>::forward_body(cuda_exec exec, dense_view<T const> in, dense_view<T> out) {
   check_shapes(in, out);
   if (!device_ || !device_->plan || device_->plan->max_rows() < in.rows) plan(in.rows, in_, exec);
   device_->runs.note(exec);
@@ -79,23 +76,39 @@ void sparse_linear<T, F, P>::forward(cuda_exec exec, dense_view<T const> in, den
 }
 
 template <class T, class F, class P>
-void sparse_linear<T, F, P>::forward_rows(cuda_exec exec, dense_view<T const> in, dense_view<T> out,
-                                          ops::listed_rows rows, int* flags) const {
+void sparse_linear<T, F, P>::forward_rows_body(cuda_exec exec, dense_view<T const> in, dense_view<T> out,
+                                               ops::listed_rows rows, int* flags) const {
   SDNN_EXPECTS(device_ && device_->plan, "sparse_linear: call plan() before forward_rows()");
   device_->runs.note(exec);
   device_->plan->run_rows(exec, in, out, device_->epi, rows, flags);
 }
 
 template <class T, class F, class P>
-auto sparse_linear<T, F, P>::device_plan() const -> plan_type const& {
+auto sparse_linear<T, F, P>::device_plan_body() const -> plan_type const& {
   SDNN_EXPECTS(device_ && device_->plan, "sparse_linear: call plan() before device_plan()");
   return *device_->plan;
 }
 
+template <class T, class F, class P>
+typename sparse_linear<T, F, P>::device_table const sparse_linear<T, F, P>::device_bodies{
+    &sparse_linear::from_device_body, &sparse_linear::plan_body, &sparse_linear::forward_body,
+    &sparse_linear::forward_rows_body, &sparse_linear::device_plan_body};
+
 }  // namespace sdnn::layers
 
-// Instantiates every member of sparse_linear<T, format::csr, Policy> in this .cu (for
-// programs whose .cpp files use that layer type but no .cu does), at namespace scope:
+namespace sdnn::detail {
+// Called by the constructors when a CUDA compiler reads them (layers/layer.hpp): installs the
+// bodies above for this type, before main.
+template <class T, class F, class P>
+bool request_device_members(device_tag<layers::sparse_linear<T, F, P>>, int) noexcept {
+  return device_registration<layers::sparse_linear<T, F, P>>::installed;
+}
+}  // namespace sdnn::detail
+
+// Installs the device members of sparse_linear<T, format::csr, Policy> from this .cu (for
+// programs whose .cpp files use that layer type but no .cu constructs it), at namespace scope:
 //   SDNN_INSTANTIATE_SPARSE_LINEAR(float, sdnn::policy::sparse_linear_default);
-#define SDNN_INSTANTIATE_SPARSE_LINEAR(T, ...) \
-  template class ::sdnn::layers::sparse_linear<T, ::sdnn::format::csr, __VA_ARGS__>
+#define SDNN_INSTANTIATE_SPARSE_LINEAR(T, ...)                                       \
+  template class ::sdnn::layers::sparse_linear<T, ::sdnn::format::csr, __VA_ARGS__>; \
+  template struct ::sdnn::detail::device_registration<                              \
+      ::sdnn::layers::sparse_linear<T, ::sdnn::format::csr, __VA_ARGS__>>

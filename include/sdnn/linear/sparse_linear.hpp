@@ -3,9 +3,9 @@
 //   Y_out = epi(Y_in * W)      Y: batch x in_features (dense, row-major), W: in_features x out_features (sparse)
 //
 // with the fused epilogue of core/epilogue.hpp (e.g. epilogue_capped_relu(bias): bias only where
-// the product is nonzero, ReLU, cap 32). A program with CUDA must compile
-// linear/sparse_linear.cuh, where the device members are defined, in one .cu (see the class;
-// docs/linear.md#the-sparse-linear-layer).
+// the product is nonzero, ReLU, cap 32). The device members run the bodies of
+// linear/sparse_linear.cuh when one .cu of the program compiled them (see the class;
+// docs/linear.md#the-sparse-linear-layer), else throw not_compiled.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,7 @@
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/exec.hpp"
+#include "sdnn/core/numeric.hpp"
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/csr.hpp"
 #include "sdnn/formats/dense.hpp"
@@ -33,12 +34,12 @@ namespace sdnn::layers {
 // execution runs ops::dense_sparse_plan<Policy, T> (linear/op/dense_sparse.cuh), the one dense x
 // sparse path of sdnn: the layer adds the bias on the device and the layer<T> interface.
 //
-// The same class in every compiler: the device members are declared here for every
-// translation unit. They are defined in linear/sparse_linear.cuh; a program with CUDA
-// (SDNN_HAS_CUDA=1) must compile that header in at least one .cu that instantiates the layer
-// type: constructing the type there is enough, else SDNN_INSTANTIATE_SPARSE_LINEAR(T, Policy)
-// in any .cu; without either, the link names the missing member. Without CUDA
-// (SDNN_HAS_CUDA=0) they throw sdnn::not_compiled.
+// The same class in every compiler: the device members are defined here for every translation
+// unit, as calls through the type's table (layers/layer.hpp, detail::device_registration). The
+// bodies are in linear/sparse_linear.cuh; a .cu that includes it (sdnn.hpp does) and constructs
+// the type installs them, as does SDNN_INSTANTIATE_SPARSE_LINEAR(T, Policy) in any .cu. A
+// program where no .cu does (a host-only program, or SDNN_HAS_CUDA=0) links, and the device
+// members throw sdnn::not_compiled saying so.
 template <class T, class Format = format::csr, class Policy = policy::sparse_linear_default>
 class sparse_linear : public layer<T> {
   static_assert(std::is_same_v<Format, format::csr>, "sparse_linear: only format::csr weights are implemented");
@@ -49,18 +50,27 @@ class sparse_linear : public layer<T> {
   using policy_type = Policy;
   using plan_type = ops::dense_sparse_plan<Policy, T>;
 
-  // w: in_features x out_features (row = input neuron), host. epi.bias, when set, points to
-  // out_features host values; they are copied (the pointer need not outlive the layer). The
-  // device plan is made from this host copy (transposed and tiled on the host, uploaded once).
+  // w: in_features x out_features (row = input neuron), host; validated here (validate(w):
+  // the first bad entry is named). epi.bias, when set, holds out_features host values: checked
+  // when the epilogue carries its length (epi.bias_count, set by the factories that take a
+  // container), trusted for a bare pointer; they are copied (the pointer need not outlive the
+  // layer). The device plan is made from this host copy (transposed and tiled on the host,
+  // uploaded once).
   sparse_linear(csr_matrix<T, std::int32_t> w, basic_epilogue<acc_type> epi)
       : in_(w.rows()), out_(w.cols()), nnz_(w.nnz()), w_(std::move(w)), epi_(epi) {
-    if (epi.bias) bias_.assign(epi.bias, epi.bias + out_);
-    epi_.bias = nullptr;
+    request_device_code();
+    validate(w_);
+    take_bias(epi);
   }
-  // From weights already in device memory (W: in x out); no host copy is kept, so
-  // forward(host_exec) is unavailable. Makes the device plan on exec.stream (see
-  // ops::dense_sparse_plan: csc_tiled policies synchronise it once).
-  sparse_linear(csr_matrix<T, std::int32_t, device_space> const& w_device, basic_epilogue<acc_type> epi, cuda_exec exec);
+  // From weights already in device memory (W: in x out; not validated: they are not read on
+  // the host); no host copy is kept, so forward(host_exec) is unavailable. Transposes W on
+  // exec.stream (async); plan() makes the device plan (csc_tiled policies synchronise once).
+  sparse_linear(csr_matrix<T, std::int32_t, device_space> const& w_device, basic_epilogue<acc_type> epi, cuda_exec exec)
+      : in_(w_device.rows()), out_(w_device.cols()), nnz_(w_device.nnz()), epi_(epi) {
+    request_device_code();
+    take_bias(epi);
+    (this->*device_members("sparse_linear(device weights)").from_device)(w_device, exec);
+  }
 
   std::string name() const override { return "sparse_linear<" + policy::name<Policy>() + ">"; }
   std::int64_t out_features(std::int64_t in_features) const override {
@@ -72,10 +82,11 @@ class sparse_linear : public layer<T> {
   std::int64_t nnz() const noexcept { return nnz_; }
   bool has_host_weights() const noexcept { return w_.rows() == in_ && w_.nnz() == nnz_ && (in_ > 0 || nnz_ == 0); }
   csr_matrix<T, std::int32_t> const& weights() const noexcept { return w_; }
-  // The epilogue with the host bias pointer (valid while the layer lives).
+  // The epilogue with the host bias pointer (valid while the layer lives) and its length.
   basic_epilogue<acc_type> host_epilogue() const {
     basic_epilogue<acc_type> e = epi_;
     e.bias = bias_.empty() ? nullptr : bias_.data();
+    e.bias_count = bias_.empty() ? -1 : static_cast<std::int64_t>(bias_.size());
     return e;
   }
 
@@ -87,17 +98,23 @@ class sparse_linear : public layer<T> {
 
   // Makes the device plan (first call: upload, transpose, tiles) with a workspace for `batch`
   // rows. May synchronise exec.stream.
-  void plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) override;
+  void plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) override {
+    (this->*device_members("plan(cuda_exec)").plan)(batch, in_features, exec);
+  }
   // Every row of out = epi(in * W), on exec.stream. Plans first (for in.rows rows) when plan()
   // was not called or was called for fewer rows: that allocates.
-  void forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) override;
+  void forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) override {
+    (this->*device_members("forward(cuda_exec)").forward)(exec, in, out);
+  }
   // out[r] = epi(in[r] * W) for the listed rows only; rows and flags as for
   // ops::dense_sparse_plan::run_rows. Needs plan(). No synchronisation except for
   // policy::cusparse_filter_rows (see its comment).
   void forward_rows(cuda_exec exec, dense_view<T const> in, dense_view<T> out, ops::listed_rows rows,
-                    int* flags) const;
+                    int* flags) const {
+    (this->*device_members("forward_rows(cuda_exec)").forward_rows)(exec, in, out, rows, flags);
+  }
   // The device plan (after plan()), e.g. for its tiles_ok() or workspace_bytes().
-  plan_type const& device_plan() const;
+  plan_type const& device_plan() const { return (this->*device_members("device_plan()").device_plan)(); }
 
   static constexpr bool uses_row_list() { return policy::dense_sparse_traits<Policy>::uses_row_list; }
   static constexpr bool uses_tiles() { return policy::dense_sparse_traits<Policy>::uses_tiles; }
@@ -109,7 +126,57 @@ class sparse_linear : public layer<T> {
     SDNN_EXPECTS_DIMS(out.rows == in.rows, "sparse_linear: input has ", in.rows, " rows, output ", out.rows);
   }
 
+  // The bias of epi, copied; the layer's epilogue keeps a null pointer (each backend installs
+  // its own copy).
+  void take_bias(basic_epilogue<acc_type> const& epi) {
+    SDNN_EXPECTS_DIMS(epi.bias_count < 0 || epi.bias_count == out_, "sparse_linear: the bias has ", epi.bias_count,
+                      " values, the layer has ", out_, " outputs");
+    SDNN_EXPECTS(epi.bias || epi.bias_count <= 0, "sparse_linear: bias_count is ", epi.bias_count,
+                 " but the bias pointer is null");
+    SDNN_EXPECTS(!epi.bias || epi.bias_count >= 0, "sparse_linear: the bias is a bare pointer of unknown length; give "
+                 "it with its length (epilogue_relu(std::vector), epilogue_relu(ptr, n) or epi.bias_count = n)");
+    if (epi.bias) bias_.assign(epi.bias, epi.bias + out_);
+    epi_.bias = nullptr;
+    epi_.bias_count = -1;
+  }
+
   struct device_state;  // defined in linear/sparse_linear.cuh: the plan and the device bias
+
+  // The device members' bodies, defined in linear/sparse_linear.cuh and called only through
+  // the type's table (layers/layer.hpp, detail::device_registration).
+  void from_device_body(csr_matrix<T, std::int32_t, device_space> const& w_device, cuda_exec exec);
+  void plan_body(std::int64_t batch, std::int64_t in_features, cuda_exec exec);
+  void forward_body(cuda_exec exec, dense_view<T const> in, dense_view<T> out);
+  void forward_rows_body(cuda_exec exec, dense_view<T const> in, dense_view<T> out, ops::listed_rows rows,
+                         int* flags) const;
+  plan_type const& device_plan_body() const;
+  struct device_table {
+    void (sparse_linear::*from_device)(csr_matrix<T, std::int32_t, device_space> const&, cuda_exec);
+    void (sparse_linear::*plan)(std::int64_t, std::int64_t, cuda_exec);
+    void (sparse_linear::*forward)(cuda_exec, dense_view<T const>, dense_view<T>);
+    void (sparse_linear::*forward_rows)(cuda_exec, dense_view<T const>, dense_view<T>, ops::listed_rows, int*) const;
+    plan_type const& (sparse_linear::*device_plan)() const;
+  };
+  static device_table const device_bodies;                    // linear/sparse_linear.cuh
+  static inline device_table const* device_table_ = nullptr;  // null: no .cu compiled the bodies
+  template <class>
+  friend struct ::sdnn::detail::device_registration;
+
+  static device_table const& device_members(char const* member) {
+    if (device_table_) return *device_table_;
+    std::string const type = std::string("layers::sparse_linear<") + value_type_name<T>() + ", csr, " +
+                             policy::name<Policy>() + ">";
+    throw not_compiled(type + "::" + member,
+                       ::sdnn::detail::no_device_code(
+                           type, std::string("SDNN_INSTANTIATE_SPARSE_LINEAR(") + value_type_name<T>() + ", Policy)"),
+                       __FILE__, __LINE__);
+  }
+  // Compiled by a CUDA compiler: asks for this type's registration (layers/layer.hpp).
+  static void request_device_code() noexcept {
+#if defined(__CUDACC__)
+    request_device_members(::sdnn::detail::device_tag<sparse_linear>{}, 0);
+#endif
+  }
 
   std::int64_t in_ = 0, out_ = 0, nnz_ = 0;
   csr_matrix<T, std::int32_t> w_;         // host copy (empty when built from device weights)
@@ -117,31 +184,5 @@ class sparse_linear : public layer<T> {
   basic_epilogue<acc_type> epi_;          // bias pointer left null: each backend installs its own
   std::shared_ptr<device_state> device_;  // once a device plan was made
 };
-
-#if !SDNN_HAS_CUDA
-// A build without CUDA: the device members exist and say so.
-template <class T, class F, class P>
-sparse_linear<T, F, P>::sparse_linear(csr_matrix<T, std::int32_t, device_space> const&, basic_epilogue<acc_type>,
-                                      cuda_exec) {
-  SDNN_NOT_COMPILED("layers::sparse_linear(device weights)", "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)");
-}
-template <class T, class F, class P>
-void sparse_linear<T, F, P>::plan(std::int64_t, std::int64_t, cuda_exec) {
-  SDNN_NOT_COMPILED("layers::sparse_linear::plan(cuda_exec)", "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)");
-}
-template <class T, class F, class P>
-void sparse_linear<T, F, P>::forward(cuda_exec, dense_view<T const>, dense_view<T>) {
-  SDNN_NOT_COMPILED("layers::sparse_linear::forward(cuda_exec)", "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)");
-}
-template <class T, class F, class P>
-void sparse_linear<T, F, P>::forward_rows(cuda_exec, dense_view<T const>, dense_view<T>, ops::listed_rows,
-                                          int*) const {
-  SDNN_NOT_COMPILED("layers::sparse_linear::forward_rows(cuda_exec)", "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)");
-}
-template <class T, class F, class P>
-auto sparse_linear<T, F, P>::device_plan() const -> plan_type const& {
-  SDNN_NOT_COMPILED("layers::sparse_linear::device_plan()", "this build has no CUDA (SDNN_ENABLE_CUDA=OFF)");
-}
-#endif
 
 }  // namespace sdnn::layers

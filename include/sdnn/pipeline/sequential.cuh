@@ -1,5 +1,7 @@
-// sdnn/pipeline/sequential.cuh - the device members of sequential<T> (declared in
-// sequential.hpp for every compiler): two ping-pong activation buffers in device memory.
+// sdnn/pipeline/sequential.cuh - the bodies of the device members of sequential<T>
+// (sequential.hpp defines the members for every compiler, as calls through the type's table):
+// two ping-pong activation buffers in device memory. A .cu that includes this header and
+// constructs a sequential<T> (or `template class sdnn::sequential<T>;`) installs them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,8 +28,9 @@ struct sequential<T>::device_state {
 };
 
 template <class T>
-void sequential<T>::plan(std::int64_t batch, std::int64_t in_features, cuda_exec exec) {
+void sequential<T>::plan_body(std::int64_t batch, std::int64_t in_features, cuda_exec exec) {
   SDNN_EXPECTS(batch > 0, "sequential: plan needs a batch > 0, got ", batch);
+  out_features(in_features);  // names the first layer that does not fit
   planned_batch_ = batch;
   planned_in_ = in_features;
   std::int64_t f = in_features;
@@ -40,7 +43,7 @@ void sequential<T>::plan(std::int64_t batch, std::int64_t in_features, cuda_exec
 }
 
 template <class T>
-void sequential<T>::forward(cuda_exec exec, dense_view<T const> in, dense_view<T> out) {
+void sequential<T>::forward_body(cuda_exec exec, dense_view<T const> in, dense_view<T> out) {
   check(in, out);
   if (layers_.empty()) {
     if (in.rows && in.cols)
@@ -67,4 +70,17 @@ void sequential<T>::forward(cuda_exec exec, dense_view<T const> in, dense_view<T
   }
 }
 
+template <class T>
+typename sequential<T>::device_table const sequential<T>::device_bodies{&sequential::plan_body,
+                                                                        &sequential::forward_body};
+
 }  // namespace sdnn
+
+namespace sdnn::detail {
+// Called by the constructors when a CUDA compiler reads them (layers/layer.hpp): installs the
+// bodies above for this type, before main.
+template <class T>
+bool request_device_members(device_tag<sequential<T>>, int) noexcept {
+  return device_registration<sequential<T>>::installed;
+}
+}  // namespace sdnn::detail

@@ -336,6 +336,7 @@ void spmm_dense_sparse(cuda_exec exec, Policy, dense_view<TA> a, csr_view<T, std
                        basic_epilogue<Acc> const& epi = {}) {
   static_assert(std::is_same_v<std::remove_const_t<TA>, T>, "spmm_dense_sparse: A and C must have the same value type");
   detail::check_dense_sparse_args(a, w, c);
+  detail::check_dense_sparse_bias(epi, c);
   dense_sparse_plan<Policy, T> p(w, exec, plan_options{std::max<std::int64_t>(a.rows, 1), true});
   p.run(exec, dense_view<T const>{a.rows, a.cols, a.ld, a.data}, c, epi);
 }

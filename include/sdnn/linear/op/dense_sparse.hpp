@@ -60,14 +60,26 @@ void check_dense_sparse_args(dense_view<TA> a, csr_view<T, Index> w, dense_view<
   SDNN_EXPECTS_DIMS(c.rows == a.rows && c.cols == w.cols, "spmm_dense_sparse: C must be ", a.rows, " x ", w.cols,
                     ", got ", c.rows, " x ", c.cols);
 }
+// A bias that carries its length (epi.bias_count >= 0) has one value per column of C.
+template <class Acc, class T>
+void check_dense_sparse_bias(basic_epilogue<Acc> const& epi, dense_view<T> c) {
+  SDNN_EXPECTS_DIMS(epi.bias_count < 0 || epi.bias_count == c.cols, "spmm_dense_sparse: the bias has ",
+                    epi.bias_count, " values, C has ", c.cols, " columns");
+}
 }  // namespace detail
 
-// C = epi(A * W) on the host: the reference, for every policy.
+// C = epi(A * W) on the host: the reference, for every policy. W is validated first (its
+// arrays as the view states them: the first bad entry is named), and a bias that carries its
+// length (epi.bias_count) must have one value per column of C.
 template <class Policy, class TA, class T, class Index, class Acc = accumulator_t<T>>
 void spmm_dense_sparse(host_exec, Policy, dense_view<TA> a, csr_view<T, Index> w, dense_view<T> c,
                        basic_epilogue<Acc> const& epi = {}) {
   static_assert(std::is_same_v<std::remove_const_t<TA>, T>, "spmm_dense_sparse: A and C must have the same value type");
   detail::check_dense_sparse_args(a, w, c);
+  detail::check_dense_sparse_bias(epi, c);
+  SDNN_EXPECTS(w.row_ptr && (w.nnz <= 0 || (w.col_idx && w.values)), "spmm_dense_sparse: W (", w.rows, " x ", w.cols,
+               ", ", w.nnz, " nonzeros) has a null array");
+  validate(w, static_cast<std::size_t>(w.rows) + 1, static_cast<std::size_t>(w.nnz), static_cast<std::size_t>(w.nnz));
   reference::dense_sparse_spmm(dense_view<T const>{a.rows, a.cols, a.ld, a.data}, w, c, epi);
 }
 
