@@ -1,19 +1,9 @@
-// sdnn/linear/kernel/tc_stream.cuh - the tensor-core linear kernel for small batches,
-// Y = epi(X W^T) with N up to a few tens, where the weight bytes are the whole cost. One block per
-// SM, one wave, no block barrier in the main loop: each warp owns a contiguous run of units (a
-// unit is one BR x BC weight tile: a tile_offsets record or a stored block; ops/tc_stream_schedule
-// balances the runs by bytes) whose bytes are contiguous in memory, and streams them through a
-// private ring in Chunk-byte cp.async groups, up to Ring bytes in flight per warp. A tile_offsets
-// record is expanded by its warp into a private dense 64 x 64 tile (two lanes per 16 x 16 sub-tile,
-// one shared store per value, positions pre-swizzled by the plan); a block is read in place (the
-// plan stores blocks swizzled). The X fragments come from global memory (L2) straight into
-// registers, one unit ahead. The mma of a unit run branch-free (empty sub-tiles predicated off).
-// A panel's sum that spans warps is added in warp order through shared memory, one that spans
-// blocks in block order by the last block to finish (a counter per panel): deterministic. The
-// weight source and the value type are template parameters, as in tc_spmm_kernel.
-// Measured (H100, benchmarks/results/tc_linear_notes.md): latency-bound at 8 warps per SM
-// (shared memory), about 800 warp instructions per 64 x 64 record, ~1.1 instructions per cycle
-// per SM; bytes are not the limit yet.
+// sdnn/linear/kernel/tc_stream.cuh - the tensor-core linear kernel for small batches (N up to a few
+// tens), Y = epi(X W^T), where the weight bytes are the whole cost: one block per SM, one wave, each
+// warp streaming its own byte-balanced run of weight tiles (tile_offsets records or stored blocks)
+// through a private cp.async ring with no block barrier in the main loop; deterministic fix-up in
+// warp, then block order. Weight source and value type are template parameters, as in
+// tc_spmm_kernel. Design and measured limits: docs/linear.md#the-streaming-tensor-core-kernel.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -3,11 +3,9 @@
 // float and one rounding on store. ops::tc_linear(host_exec, ...) is the reference;
 // ops::tc_linear_plan<Policy, T> (tc_linear.cuh) the device plan of core/plan.hpp;
 // ops::tc_linear_can_implement says why a plan cannot be made. Policies (policy/tensor_core.hpp):
-// tc_dense_mma (dense_matrix<T>), tc_block_sparse_mma (block_sparse_matrix<T>, blocks of 16/32/64
-// x 16/32/64), tc_tile_offsets_mma (tile_offsets_matrix<T>, 64 x 64 tiles); sm_80 and newer. Small
-// batches (N <= the tuning table's stream_n_max) of tile_offsets and square-block W run the
-// streaming kernel (linear/kernel/tc_stream.cuh, work split by ops/tc_stream_schedule.hpp), the
-// others the tiled one (linear/kernel/tc_spmm.cuh).
+// tc_dense_mma, tc_block_sparse_mma (blocks of 16/32/64 x 16/32/64), tc_tile_offsets_mma (64 x 64
+// tiles); sm_80 and newer. Small batches run the streaming kernel (kernel/tc_stream.cuh), the rest
+// the tiled one (kernel/tc_spmm.cuh).
 #pragma once
 
 #include <cstdint>
