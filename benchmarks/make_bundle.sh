@@ -8,6 +8,7 @@
 # BASE_SRC: optional sources of an earlier commit (git archive); its graph_challenge and bench_spmm
 # are built into base/ for the same-call comparison. The archive holds tests/, examples/,
 # benchmarks/ and base/ as in a build directory, lib/ (Google Benchmark's library) and manifest.txt.
+# env: COMMIT / BASE_COMMIT name the sources in the manifest when they are not a git checkout.
 set -euo pipefail
 B=$(cd "${1:?usage: make_bundle.sh BUILD_DIR OUT.tar.xz [BASE_SRC]}" && pwd)
 OUTF=${2:?usage: make_bundle.sh BUILD_DIR OUT.tar.xz [BASE_SRC]}
@@ -30,11 +31,12 @@ if [ -n "$BASE" ]; then
   cp "$BASE/build-cmp/benchmarks/bench_spmm" "$STAGE/base/benchmarks/"
 fi
 {
-  echo "commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD || echo '+dirty')"
+  # The sources the binaries were built from (a git archive has no history: COMMIT names it).
+  src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt")
+  echo "commit ${COMMIT:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   echo "built $(date -u +%FT%TZ) on $(hostname) with $(nvcc --version | tail -1)"
-  echo "test_data_dir $(grep -o 'SDNN_TEST_DATA_DIR="[^"]*"' "$B/tests/CMakeFiles/sdnn_cuda_tests.dir/flags.make" | head -1 |
-    sed 's/.*="\(.*\)"/\1/; s/\\//g')"
-  [ -n "$BASE" ] && echo "base $BASE"
+  echo "test_data_dir $src/tests/data"
+  [ -n "$BASE" ] && echo "base ${BASE_COMMIT:-$BASE}"
 } >"$STAGE/manifest.txt"
 tar -C "$STAGE" -cJf "$OUTF" .
 echo "$OUTF: $(du -h "$OUTF" | cut -f1)"
