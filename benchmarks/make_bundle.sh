@@ -13,7 +13,6 @@ set -euo pipefail
 B=$(cd "${1:?usage: make_bundle.sh BUILD_DIR OUT.tar.xz [BASE_SRC]}" && pwd)
 OUTF=${2:?usage: make_bundle.sh BUILD_DIR OUT.tar.xz [BASE_SRC]}
 BASE=${3:-}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/tests" "$STAGE/examples/graph_challenge" "$STAGE/benchmarks" "$STAGE/lib"
@@ -36,7 +35,10 @@ fi
   echo "commit ${COMMIT:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   echo "built $(date -u +%FT%TZ) on $(hostname) with $(nvcc --version | tail -1)"
   echo "test_data_dir $src/tests/data"
-  [ -n "$BASE" ] && echo "base ${BASE_COMMIT:-$BASE}"
+  if [ -n "$BASE" ]; then
+    echo "base ${BASE_COMMIT:-$BASE}"
+    echo "test_data_dir $(cd "$BASE" && pwd)/tests/data"  # the base graph_challenge's built-in data path
+  fi
 } >"$STAGE/manifest.txt"
 tar -C "$STAGE" -cJf "$OUTF" .
 echo "$OUTF: $(du -h "$OUTF" | cut -f1)"

@@ -22,8 +22,10 @@ if [ -n "${BUNDLE:-}" ]; then
   mkdir -p "$B" && tar -xJf "$BUNDLE" -C "$B" || exit 1
   gpu_banner "session_gpu (bundle: $(head -1 "$B/manifest.txt"))"
   # The tests read their data where the bundle was built: point that path at this checkout.
-  data=$(awk '/^test_data_dir/ {print $2}' "$B/manifest.txt")
-  if [ -n "$data" ] && [ ! -e "$data" ]; then mkdir -p "$(dirname "$data")" && ln -s "$SDNN_ROOT/tests/data" "$data"; fi
+  # (the base's graph_challenge too: its built-in default reads the shipped MNIST digits there).
+  for data in $(awk '/^test_data_dir/ {print $2}' "$B/manifest.txt"); do
+    if [ ! -e "$data" ]; then mkdir -p "$(dirname "$data")" && ln -s "$SDNN_ROOT/tests/data" "$data"; fi
+  done
   cudnn=$(python3 -c "import nvidia.cudnn as m; print(list(m.__path__)[0])" 2>/dev/null)
   LD_LIBRARY_PATH="$(abs_path "$B")/lib${cudnn:+:$cudnn/lib}:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export LD_LIBRARY_PATH
