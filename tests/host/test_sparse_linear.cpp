@@ -66,7 +66,7 @@ TEST_CASE("sparse_linear host: a hand-computed layer with the challenge rule", "
 TEST_CASE("sparse_linear host: per-column bias applied on zeros when asked", "[sparse_linear]") {
   auto w = make_csr<float, std::int32_t>(2, 2, {0, 1, 1}, {1}, {3.f});
   float bias[2] = {5.f, -1.f};
-  auto e = epilogue_relu<float>(bias);  // bias_on_zero = true
+  auto e = epilogue_relu<float>(bias, 2);  // bias_on_zero = true; the length travels with the pointer
   layer_t l(std::move(w), e);
   bias[0] = 99.f;  // the layer copied the bias
   dense_matrix<float> y(1, 2), z(1, 2);

@@ -25,7 +25,7 @@ int main() {
   auto w = sdnn::make_csr<float, int>(k, n, {0, 2, 3, 3, 5, 6, 8}, {0, 3, 1, 0, 2, 3, 1, 2},
                                       {1.f, 2.f, 3.f, -1.f, 2.f, 1.f, 1.f, 4.f});
   std::vector<float> bias = {0.5f, -1.f, 0.f, 1.f};
-  auto epi = sdnn::epilogue_relu<float>(bias.data());
+  auto epi = sdnn::epilogue_relu(bias);
   auto layer = std::make_shared<sdnn::layers::sparse_linear<float>>(std::move(w), epi);
 
   std::vector<float> in(static_cast<std::size_t>(rows * k)), expected(static_cast<std::size_t>(rows * n));
