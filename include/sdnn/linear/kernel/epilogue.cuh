@@ -1,5 +1,6 @@
 // sdnn/linear/kernel/epilogue.cuh - the unfused epilogue pass: c = epi(c) in place, as a second
-// kernel after a product that has no fused epilogue (the cuBLAS and cuSPARSE baselines).
+// kernel after a product that has no fused epilogue (the cuBLAS and cuSPARSE baselines), in
+// place or from a float staging buffer (store_epilogue).
 // One block per row (grid-strided), threads over the columns; epi is evaluated in its
 // accumulator type Acc and the result converted once on store, as in the fused kernels.
 #pragma once
@@ -55,6 +56,20 @@ template <class T, class Acc>
 void apply_epilogue(dense_view<T> c, basic_epilogue<Acc> const& epi, cuda_exec exec) {
   if (is_identity(epi)) return;
   apply_epilogue(c, c.rows, epi, static_cast<int*>(nullptr), exec);
+}
+
+// dst(r, j) = epi(src(r, j)) rounded once to Out: the epilogue of a product staged in float.
+template <class Out>
+__global__ void store_epilogue_kernel(dense_view<float const> src, dense_view<Out> dst, basic_epilogue<float> epi) {
+  for (std::int64_t r = blockIdx.x; r < src.rows; r += gridDim.x)
+    for (std::int64_t j = threadIdx.x; j < src.cols; j += blockDim.x) dst(r, j) = value_cast<Out>(epi(src(r, j), j));
+}
+template <class Out>
+void store_epilogue(dense_view<float const> src, dense_view<Out> dst, basic_epilogue<float> const& epi, cuda_exec exec) {
+  if (src.rows <= 0 || src.cols <= 0) return;
+  unsigned const blocks = static_cast<unsigned>(src.rows < 65535 ? src.rows : 65535);
+  store_epilogue_kernel<<<blocks, 256, 0, exec.stream>>>(src, dst, epi);
+  SDNN_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace sdnn::kernels

@@ -4,7 +4,8 @@
 //   product C^T = B^T * A^T (no copies). float: cublasSgemm with CUBLAS_DEFAULT_MATH, in
 //   which TF32 is off (strict float; NVIDIA_TF32_OVERRIDE must not be set), or
 //   CUBLAS_PEDANTIC_MATH on request. __half: cublasGemmEx with CUDA_R_16F operands and
-//   CUBLAS_COMPUTE_32F (float accumulation, like sdnn's kernels).
+//   CUBLAS_COMPUTE_32F (float accumulation, like sdnn's kernels). cublas_linear16: the linear
+//   layer's Y[N x M] = X[N x K] W^T for sdnn::bf16 / sdnn::fp16 (the tensor-core plans' dense path).
 #pragma once
 
 #include <cublas_v2.h>
@@ -18,6 +19,7 @@
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/core/error.hpp"
+#include "sdnn/core/numeric.hpp"
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/linear/kernel/epilogue.cuh"
@@ -105,6 +107,36 @@ void cublas_gemm(cublasHandle_t h, dense_view<T const> a, dense_view<T const> b,
     static_assert(::sdnn::detail::dependent_false<T>, "cublas_gemm: float or __half only");
   }
   kernels::apply_epilogue(c, epi, cuda_exec{stream});
+}
+
+// Y[N x M] = X[N x K] W^T (W M x K, row-major, the nn.Linear layout) for T = sdnn::bf16 or
+// sdnn::fp16, Out = T or float: cublasGemmEx with W transposed (the column-major product
+// Y^T = W X^T), CUBLAS_COMPUTE_32F. No epilogue. Never synchronises.
+template <class T, class Out>
+void cublas_linear16(cublasHandle_t h, dense_view<T const> x, dense_view<T const> w, dense_view<Out> y,
+                     cudaStream_t stream) {
+  static_assert(is_16bit_float_v<T>, "cublas_linear16: T must be sdnn::bf16 or sdnn::fp16");
+  static_assert(std::is_same_v<Out, T> || std::is_same_v<Out, float>, "cublas_linear16: Out must be T or float");
+  SDNN_EXPECTS_DIMS(x.cols == w.cols && y.rows == x.rows && y.cols == w.rows, "cublas_linear16: X ", x.rows, " x ",
+                    x.cols, ", W ", w.rows, " x ", w.cols, ", Y ", y.rows, " x ", y.cols);
+  if (y.rows == 0 || y.cols == 0) return;
+  if (x.cols == 0) {
+    SDNN_CUDA_CHECK(cudaMemset2DAsync(y.data, sizeof(Out) * std::size_t(y.ld), 0, sizeof(Out) * std::size_t(y.cols),
+                                      std::size_t(y.rows), stream));
+    return;
+  }
+  constexpr std::int64_t imax = std::numeric_limits<int>::max();
+  std::int64_t const ldx = x.rows > 1 ? x.ld : x.cols, ldy = y.rows > 1 ? y.ld : y.cols;
+  SDNN_EXPECTS(y.rows <= imax && y.cols <= imax && x.cols <= imax && ldx <= imax && ldy <= imax && w.ld <= imax,
+               "cublas_linear16: cuBLAS takes int sizes; X ", x.rows, " x ", x.cols, ", W ", w.rows, " x ", w.cols,
+               " exceed ", imax);
+  cudaDataType_t const t = std::is_same_v<T, bf16> ? CUDA_R_16BF : CUDA_R_16F;
+  cudaDataType_t const o = std::is_same_v<Out, float> ? CUDA_R_32F : t;
+  float const alpha = 1.f, beta = 0.f;
+  SDNN_CUBLAS_CHECK(cublasSetStream(h, stream));
+  SDNN_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(w.rows), int(x.rows), int(x.cols), &alpha, w.data, t,
+                                 int(w.ld), x.data, t, int(ldx), &beta, y.data, o, int(ldy), CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace sdnn::vendor

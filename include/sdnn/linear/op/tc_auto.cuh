@@ -1,0 +1,368 @@
+// sdnn/linear/op/tc_auto.cuh - ops::tc_auto_linear_plan<T, Out>: Y[N x M] = epi(X[N x K] W^T)
+// for a 16-bit W given dense on the host, run by whichever of cuBLAS dense, 32 x 32 block-sparse,
+// 64 x 64 tile-offsets or 2:4 is fastest for the batch size. The constructor reads W's structure
+// (analyze_weights), asks the cost model (linear/policy/tc_auto.hpp) which paths win at the
+// batch sizes up to max_rows, and uploads only those encodings. run() picks among them per N
+// without synchronising; path(n) and reason(n) say what it runs and why. tune() replaces the
+// model by measurement: it times every candidate at the given batch sizes (synchronising),
+// keeps the winners, frees the rest, and remembers them for this GPU and structure in a
+// process-wide cache that later plans of the same structure read.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "sdnn/core/cuda.cuh"
+#include "sdnn/core/memory.cuh"
+#include "sdnn/core/plan.cuh"
+#include "sdnn/formats/block_sparse.hpp"
+#include "sdnn/formats/sparse24.hpp"
+#include "sdnn/formats/tile_offsets.hpp"
+#include "sdnn/linear/kernel/epilogue.cuh"
+#include "sdnn/linear/op/sparse24_linear.cuh"
+#include "sdnn/linear/op/tc_auto.hpp"
+#include "sdnn/linear/op/tc_linear.cuh"
+#include "sdnn/linear/vendor/cublas.cuh"
+
+namespace sdnn::ops {
+
+namespace detail {
+// The measured winners of tune(), per (GPU, structure, N), for the whole process.
+struct tc_tuned_key {
+  std::string gpu;
+  std::int64_t m, k, nnz, tiles64, blocks32;
+  bool is_24;
+  int out_bytes;
+  std::int64_t n;
+  bool operator<(tc_tuned_key const& o) const {
+    return std::tie(gpu, m, k, nnz, tiles64, blocks32, is_24, out_bytes, n) <
+           std::tie(o.gpu, o.m, o.k, o.nnz, o.tiles64, o.blocks32, o.is_24, o.out_bytes, o.n);
+  }
+};
+struct tc_tuned_cache {
+  std::mutex mu;
+  std::map<tc_tuned_key, policy::tc_path> paths;
+  static tc_tuned_cache& get() {
+    static tc_tuned_cache c;
+    return c;
+  }
+};
+inline std::string current_gpu_name() {
+  int dev = 0;
+  SDNN_CUDA_CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp p{};
+  SDNN_CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
+  return p.name;
+}
+}  // namespace detail
+
+template <class T, class Out>
+class tc_auto_linear_plan {
+  static_assert(is_16bit_float_v<T>, "tc_auto_linear_plan: T must be sdnn::bf16 or sdnn::fp16");
+  static_assert(std::is_same_v<Out, T> || std::is_same_v<Out, float>, "tc_auto_linear_plan: Out must be T or float");
+  using blocks_plan = tc_linear_plan<policy::tc_block_sparse_mma, T>;
+  using tiles_plan = tc_linear_plan<policy::tc_tile_offsets_mma, T>;
+  using s24_plan = sparse24_linear_plan<T, Out>;
+
+ public:
+  using value_type = T;
+  using output_type = Out;
+
+  // W: M x K on the host (row-major, ld >= K). Reads its structure, chooses the paths for the
+  // batch sizes up to opt.max_rows by the cost model (or by an earlier tune() of the same
+  // structure on this GPU in this process) and uploads their encodings on exec.stream.
+  // Refuses a GPU below sm_80, sizes over int32 and an empty `allowed` set.
+  tc_auto_linear_plan(dense_view<T const> w, cuda_exec exec, tc_auto_options opt = {}) : opt_(opt), runs_(exec) {
+    SDNN_EXPECTS(opt.max_rows >= 1, "tc_auto_linear_plan: max_rows must be >= 1, got ", opt.max_rows);
+    SDNN_EXPECTS(w.rows == 0 || w.ld >= w.cols, "tc_auto_linear_plan: W's leading dimension ", w.ld, " is below its ",
+                 w.cols, " columns");
+    arch_ = ::sdnn::detail::current_arch();
+    ::sdnn::detail::implementable(detail::tc_common_can_implement("tc_auto_linear_plan", w.rows, w.cols, arch_), 0);
+    tuning_ = policy::tc_auto_tuning_for(arch_);
+    structure_ = analyze_weights(w);
+    candidates_ = policy::tc_candidates(tuning_, structure_, opt.allowed);
+    SDNN_EXPECTS(candidates_ != 0, "tc_auto_linear_plan: no path left: allowed mask ", opt.allowed,
+                 " excludes cuBLAS and W (", structure_.describe(), ") suits none of the allowed sparse paths");
+    host_w_.resize(std::size_t(w.rows) * std::size_t(w.cols));  // packed: the encodings are built from it
+    for (std::int64_t i = 0; i < w.rows; ++i)
+      std::copy(w.data + i * w.ld, w.data + i * w.ld + w.cols, host_w_.begin() + std::size_t(i * w.cols));
+    gpu_ = detail::current_gpu_name();
+    // Earlier measurements of this structure on this GPU.
+    {
+      auto& c = detail::tc_tuned_cache::get();
+      std::lock_guard<std::mutex> lock(c.mu);
+      for (auto const& [key, p] : c.paths)
+        if (same_structure(key) && (candidates_ & (1u << int(p)))) tuned_[key.n] = p;
+    }
+    unsigned need = 0;
+    for (std::int64_t n : sample_ns()) need |= 1u << int(pick(n));
+    build(need, exec);
+    if (!opt.keep_host_copy) std::vector<T>().swap(host_w_);
+  }
+
+  tc_auto_linear_plan(tc_auto_linear_plan&&) noexcept = default;
+  tc_auto_linear_plan& operator=(tc_auto_linear_plan&&) noexcept = default;
+
+  std::int64_t out_features() const noexcept { return structure_.m; }
+  std::int64_t in_features() const noexcept { return structure_.k; }
+  policy::weight_structure const& structure() const noexcept { return structure_; }
+  // Mask of the paths whose encodings are on the device.
+  unsigned built() const noexcept { return built_; }
+  // Device bytes of the encodings and workspaces the plan holds.
+  std::size_t device_bytes() const {
+    std::size_t b = dense_w_.size() * sizeof(T) + stage_.size() * sizeof(float);
+    if (blocks_) b += blocks_->weight_bytes() + blocks_->workspace_bytes();
+    if (tiles_) b += tiles_->weight_bytes() + tiles_->workspace_bytes();
+    if (s24_) b += std::size_t(structure_.m) * std::size_t(structure_.k) * 9 / 16 + s24_->workspace_bytes();
+    return b;
+  }
+
+  // The path a run with n rows takes: the measured winner of the nearest tuned N (log scale)
+  // when tune() ran for this structure, else the cost model's, among the built paths.
+  policy::tc_path path(std::int64_t n) const { return pick(n, built_); }
+  // Why: the cost model's estimate of every candidate, or the measurement behind a tuned choice.
+  std::string reason(std::int64_t n) const {
+    auto const p = path(n);
+    std::string r;
+    if (auto t = tuned_for(n)) {
+      r = ::sdnn::detail::concat("N = ", n, ": ", policy::tc_path_name(p), " (measured by tune() at N = ", t->first, ")");
+      if (auto it = measured_.find(t->first); it != measured_.end()) r += " " + it->second;
+    } else {
+      r = policy::tc_choose(tuning_, structure_, n, built_).reason;
+    }
+    return r + "; " + structure_.describe();
+  }
+  std::string describe() const {
+    std::string d = ::sdnn::detail::concat("tc_auto_linear_plan<", value_type_name<T>(), " -> ", value_type_name<Out>(),
+                                           ">: ", structure_.describe(), "; built:");
+    for (int p = 0; p < policy::tc_path_count; ++p)
+      if (built_ & (1u << p)) d += ::sdnn::detail::concat(" ", policy::tc_path_name(policy::tc_path(p)));
+    return d + ::sdnn::detail::concat("; ", device_bytes(), " device bytes; max_rows ", opt_.max_rows);
+  }
+
+  // y = epi(x W^T) on exec.stream, by path(x.rows). epi.bias: device memory, M floats. Never
+  // synchronises or allocates.
+  void run(cuda_exec exec, dense_view<T const> x, dense_view<Out> y, basic_epilogue<float> const& epi = {}) const {
+    SDNN_EXPECTS_DIMS(x.cols == structure_.k && y.rows == x.rows && y.cols == structure_.m, "tc_auto_linear_plan: X is ",
+                      x.rows, " x ", x.cols, ", Y ", y.rows, " x ", y.cols, "; need X N x ", structure_.k, ", Y N x ",
+                      structure_.m);
+    SDNN_EXPECTS(x.rows <= opt_.max_rows, "tc_auto_linear_plan: ", x.rows, " rows exceed the plan's max_rows ",
+                 opt_.max_rows);
+    runs_.note(exec);
+    run_path(path(x.rows), exec, x, y, epi);
+  }
+
+  // Measures every candidate path at each n in ns (each <= max_rows) on this plan's W: 2
+  // warm-up runs and the median of 7, each after an L2 flush, as the benchmark times them.
+  // Synchronises exec.stream; allocates X, Y and a flush buffer for the duration; builds the
+  // encodings it lacks (needs keep_host_copy, else measures the built paths only), then keeps
+  // only the winners. The results also go to the process-wide cache.
+  void tune(cuda_exec exec, std::vector<std::int64_t> const& ns) {
+    if (ns.empty()) return;
+    for (auto n : ns)
+      SDNN_EXPECTS(n >= 1 && n <= opt_.max_rows, "tc_auto_linear_plan::tune: N = ", n, " outside [1, max_rows = ",
+                   opt_.max_rows, "]");
+    cuda_exec const own = runs_.owned(exec);
+    build(host_w_.empty() ? 0u : candidates_, exec);
+    std::int64_t const nmax = *std::max_element(ns.begin(), ns.end());
+    std::vector<T> hx(std::size_t(nmax) * std::size_t(structure_.k));
+    for (std::size_t i = 0; i < hx.size(); ++i) hx[i] = T(float(int(i % 17) - 8) * 0.0625f);
+    auto dx = to_device(hx.data(), hx.size(), own);
+    buffer<Out, device_space> dy(std::size_t(nmax) * std::size_t(std::max<std::int64_t>(structure_.m, 1)), own);
+    int dev = 0, l2 = 0;
+    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
+    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    buffer<unsigned char, device_space> flush(std::size_t(2) * std::size_t(std::max(l2, 1)), own);
+    cudaEvent_t a = nullptr, b = nullptr;
+    SDNN_CUDA_CHECK(cudaEventCreate(&a));
+    SDNN_CUDA_CHECK(cudaEventCreate(&b));
+    std::string err;
+    try {
+      for (auto n : ns) {
+        dense_view<T const> xv{n, structure_.k, structure_.k, dx.data()};
+        dense_view<Out> yv{n, structure_.m, structure_.m, dy.data()};
+        double best = 1e300;
+        policy::tc_path win = policy::tc_path::cublas_dense;
+        std::string line = "(median us:";
+        for (int p = 0; p < policy::tc_path_count; ++p) {
+          if (!(built_ & (1u << p))) continue;
+          for (int i = 0; i < 2; ++i) run_path(policy::tc_path(p), own, xv, yv, {});
+          std::vector<float> ms(7);
+          for (auto& t : ms) {
+            SDNN_CUDA_CHECK(cudaMemsetAsync(flush.data(), 0, flush.size(), own.stream));
+            SDNN_CUDA_CHECK(cudaEventRecord(a, own.stream));
+            run_path(policy::tc_path(p), own, xv, yv, {});
+            SDNN_CUDA_CHECK(cudaEventRecord(b, own.stream));
+            SDNN_CUDA_CHECK(cudaEventSynchronize(b));
+            SDNN_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+          }
+          std::nth_element(ms.begin(), ms.begin() + 3, ms.end());
+          double const us = double(ms[3]) * 1e3;
+          line += ::sdnn::detail::concat(" ", policy::tc_path_name(policy::tc_path(p)), " ", std::round(us * 10) / 10);
+          if (us < best) {
+            best = us;
+            win = policy::tc_path(p);
+          }
+        }
+        tuned_[n] = win;
+        measured_[n] = line + ")";
+        auto& c = detail::tc_tuned_cache::get();
+        std::lock_guard<std::mutex> lock(c.mu);
+        c.paths[key(n)] = win;
+      }
+    } catch (error const& e) {
+      err = e.what();
+    }
+    SDNN_CUDA_CHECK(cudaEventDestroy(a));
+    SDNN_CUDA_CHECK(cudaEventDestroy(b));
+    if (!err.empty()) SDNN_FAIL("tc_auto_linear_plan::tune: ", err);
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(own.stream));
+    // Keep what some batch size up to max_rows still uses.
+    unsigned keep = 0;
+    for (std::int64_t n : sample_ns()) keep |= 1u << int(pick(n, built_));
+    release(built_ & ~keep);
+  }
+
+ private:
+  // Batch sizes whose choice decides which encodings to build: the model's anchors up to
+  // max_rows, max_rows itself and every tuned N.
+  std::vector<std::int64_t> sample_ns() const {
+    std::vector<std::int64_t> ns;
+    for (double a : policy::tc_anchors)
+      if (std::int64_t(a) <= opt_.max_rows) ns.push_back(std::int64_t(a));
+    ns.push_back(opt_.max_rows);
+    for (auto const& [n, p] : tuned_)
+      if (n <= opt_.max_rows) ns.push_back(n);
+    return ns;
+  }
+  // The tuned entry nearest n on a log scale, if any.
+  std::optional<std::pair<std::int64_t, policy::tc_path>> tuned_for(std::int64_t n) const {
+    std::optional<std::pair<std::int64_t, policy::tc_path>> best;
+    double bd = 1e300;
+    for (auto const& [tn, p] : tuned_) {
+      double const d = std::fabs(std::log(double(tn)) - std::log(double(std::max<std::int64_t>(n, 1))));
+      if (d < bd) {
+        bd = d;
+        best = std::make_pair(tn, p);
+      }
+    }
+    return best;
+  }
+  policy::tc_path pick(std::int64_t n, unsigned among = 0) const {
+    if (among == 0) among = candidates_;
+    if (auto t = tuned_for(n); t && (among & (1u << int(t->second)))) return t->second;
+    return policy::tc_choose(tuning_, structure_, n, among).path;
+  }
+  bool same_structure(detail::tc_tuned_key const& k) const {
+    return k.gpu == gpu_ && k.m == structure_.m && k.k == structure_.k && k.nnz == structure_.nnz &&
+           k.tiles64 == structure_.tiles64 && k.blocks32 == structure_.blocks32 && k.is_24 == structure_.is_24 &&
+           k.out_bytes == int(sizeof(Out));
+  }
+  detail::tc_tuned_key key(std::int64_t n) const {
+    return {gpu_, structure_.m, structure_.k, structure_.nnz, structure_.tiles64, structure_.blocks32, structure_.is_24,
+            int(sizeof(Out)), n};
+  }
+
+  // Uploads the encodings of the paths in `mask` not yet built (from the host copy).
+  void build(unsigned mask, cuda_exec exec) {
+    mask &= candidates_ & ~built_;
+    if (!mask) return;
+    SDNN_EXPECTS(!host_w_.empty(), "tc_auto_linear_plan: W's host copy was dropped (keep_host_copy = false)");
+    cuda_exec const own = runs_.owned(exec);
+    dense_view<T const> w{structure_.m, structure_.k, structure_.k, host_w_.data()};
+    plan_options po;
+    po.max_rows = opt_.max_rows;
+    using P = policy::tc_path;
+    if (mask & (1u << int(P::cublas_dense))) {
+      dense_w_ = to_device(host_w_.data(), host_w_.size(), own);
+      if constexpr (!std::is_same_v<Out, float>) {
+        // staging for a non-identity epilogue: float rows, one chunk of at most the option's bytes
+        std::size_t const row_bytes = std::size_t(std::max<std::int64_t>(structure_.m, 1)) * sizeof(float);
+        chunk_rows_ = std::max<std::int64_t>(1, std::min<std::int64_t>(opt_.max_rows,
+                                                                       std::int64_t(opt_.epilogue_workspace_bytes / row_bytes)));
+        stage_ = buffer<float, device_space>(std::size_t(chunk_rows_) * std::size_t(std::max<std::int64_t>(structure_.m, 1)), own);
+      }
+      built_ |= 1u << int(P::cublas_dense);
+    }
+    if (mask & (1u << int(P::tc_block32))) {
+      blocks_ = std::make_unique<blocks_plan>(block_sparse_from_dense(w, 32, 32), exec, po);
+      built_ |= 1u << int(P::tc_block32);
+    }
+    if (mask & (1u << int(P::tc_tile_offsets))) {
+      tiles_ = std::make_unique<tiles_plan>(tile_offsets_from_dense(w), exec, po);
+      built_ |= 1u << int(P::tc_tile_offsets);
+    }
+    if (mask & (1u << int(P::sparse24))) {
+      s24_ = std::make_unique<s24_plan>(sparse24_from_dense(w), exec, po);
+      built_ |= 1u << int(P::sparse24);
+    }
+  }
+  void release(unsigned mask) {
+    using P = policy::tc_path;
+    if (mask & (1u << int(P::cublas_dense))) {
+      dense_w_ = {};
+      stage_ = {};
+    }
+    if (mask & (1u << int(P::tc_block32))) blocks_.reset();
+    if (mask & (1u << int(P::tc_tile_offsets))) tiles_.reset();
+    if (mask & (1u << int(P::sparse24))) s24_.reset();
+    built_ &= ~mask;
+  }
+
+  void run_path(policy::tc_path p, cuda_exec exec, dense_view<T const> x, dense_view<Out> y,
+                basic_epilogue<float> const& epi) const {
+    using P = policy::tc_path;
+    switch (p) {
+      case P::tc_block32: return blocks_->run(exec, x, y, epi);
+      case P::tc_tile_offsets: return tiles_->run(exec, x, y, epi);
+      case P::sparse24: return s24_->run(exec, x, y, epi);
+      case P::cublas_dense: break;
+    }
+    if (x.rows == 0 || y.cols == 0) return;
+    cublasHandle_t h = vendor::default_cublas_handle().get();
+    dense_view<T const> w{structure_.m, structure_.k, structure_.k, dense_w_.data()};
+    if (kernels::is_identity(epi)) return vendor::cublas_linear16(h, x, w, y, exec.stream);
+    if constexpr (std::is_same_v<Out, float>) {
+      vendor::cublas_linear16(h, x, w, y, exec.stream);
+      kernels::apply_epilogue(y, epi, exec);
+    } else {  // float staging, then the epilogue and one rounding to Out, chunk by chunk
+      for (std::int64_t r0 = 0; r0 < x.rows; r0 += chunk_rows_) {
+        std::int64_t const rows = std::min(chunk_rows_, x.rows - r0);
+        dense_view<float> st{rows, y.cols, y.cols, const_cast<float*>(stage_.data())};
+        vendor::cublas_linear16(h, dense_view<T const>{rows, x.cols, x.ld, x.data + r0 * x.ld}, w, st, exec.stream);
+        kernels::store_epilogue(dense_view<float const>{rows, y.cols, y.cols, stage_.data()},
+                                dense_view<Out>{rows, y.cols, y.ld, y.data + r0 * y.ld}, epi, exec);
+      }
+    }
+  }
+
+  tc_auto_options opt_;
+  ::sdnn::detail::run_streams runs_;  // the streams its own buffers wait for when released (core/plan.cuh)
+  arch arch_{};
+  policy::tc_auto_tuning tuning_{};
+  policy::weight_structure structure_{};
+  unsigned candidates_ = 0, built_ = 0;
+  std::string gpu_;
+  std::vector<T> host_w_;
+  std::map<std::int64_t, policy::tc_path> tuned_;  // tune()'s winners (and the cache's), by N
+  std::map<std::int64_t, std::string> measured_;   // tune()'s timings, by N
+  buffer<T, device_space> dense_w_;
+  buffer<float, device_space> stage_;
+  std::int64_t chunk_rows_ = 0;
+  std::unique_ptr<blocks_plan> blocks_;
+  std::unique_ptr<tiles_plan> tiles_;
+  std::unique_ptr<s24_plan> s24_;
+};
+
+}  // namespace sdnn::ops

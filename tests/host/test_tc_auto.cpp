@@ -1,0 +1,112 @@
+// The automatic 16-bit linear layer's host part: the structure analysis of W (nonzeros,
+// occupied tiles and blocks, 2:4-ness at tails), the candidate rules and the cost model's
+// choices on the benchmark's shapes, and the host reference.
+#include "sdnn_catch.hpp"
+#include "sdnn_test_util.hpp"
+
+#include <sdnn/linear/op/tc_auto.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace sdnn;
+using policy::tc_path;
+
+namespace {
+unsigned bit(tc_path p) { return 1u << int(p); }
+}  // namespace
+
+TEST_CASE("tc_auto: analyze_weights counts nonzeros, tiles, blocks and 2:4 at odd sizes", "[tc_auto]") {
+  dense_matrix<bf16> w(70, 130);  // 2 x 3 tiles of 64, 3 x 5 blocks of 32, a 2-column tail group
+  for (auto& v : w.values()) v = bf16(0.f);
+  SECTION("all zero (and -0)") {
+    w(3, 4) = bf16(-0.f);
+    auto s = ops::analyze_weights(std::as_const(w).view());
+    CHECK(s.nnz == 0);
+    CHECK(s.tiles64 == 0);
+    CHECK(s.tiles64_total == 6);
+    CHECK(s.blocks32 == 0);
+    CHECK(s.blocks32_total == 15);
+    CHECK(s.is_24);
+  }
+  SECTION("a few entries") {
+    w(0, 0) = bf16(1.f);
+    w(0, 1) = bf16(std::numeric_limits<float>::quiet_NaN());  // NaN counts as a nonzero
+    w(69, 129) = bf16(2.f);                                    // the corner: last tile, last block
+    w(33, 64) = bf16(3.f);
+    auto s = ops::analyze_weights(std::as_const(w).view());
+    CHECK(s.nnz == 4);
+    CHECK(s.tiles64 == 3);   // (0,0), (1,2), (0,1)
+    CHECK(s.blocks32 == 3);  // (0,0), (2,4), (1,2)
+    CHECK(s.is_24);
+    w(0, 2) = bf16(1.f);  // three in the group 0..3
+    CHECK_FALSE(ops::analyze_weights(std::as_const(w).view()).is_24);
+    w(0, 2) = bf16(0.f);
+    w(5, 128) = bf16(1.f);
+    w(5, 129) = bf16(1.f);  // two in the zero-padded tail group
+    CHECK(ops::analyze_weights(std::as_const(w).view()).is_24);
+  }
+}
+
+TEST_CASE("tc_auto: candidates and the cost model's choices", "[tc_auto]") {
+  auto const t = policy::tc_auto_tuning_for(arch{9, 0});
+  CHECK(std::string(t.gpu).find("H100") != std::string::npos);
+  policy::weight_structure dense{11008, 4096, 11008ll * 4096, 172 * 64, 172 * 64, 344 * 128, 344 * 128, false};
+  CHECK(policy::tc_candidates(t, dense) == bit(tc_path::cublas_dense));
+  auto blocks = dense;  // 90 % of the 32 x 32 blocks empty, every tile occupied
+  blocks.blocks32 = blocks.blocks32_total / 10;
+  blocks.nnz = blocks.blocks32 * 1024;
+  unsigned const cb = policy::tc_candidates(t, blocks);
+  CHECK((cb & bit(tc_path::tc_block32)) != 0);
+  CHECK(policy::tc_choose(t, blocks, 8, cb).path == tc_path::tc_block32);
+  auto un = dense;  // 90 % unstructured
+  un.nnz = un.nnz / 10;
+  unsigned const cu = policy::tc_candidates(t, un);
+  CHECK((cu & bit(tc_path::tc_tile_offsets)) != 0);
+  CHECK((cu & bit(tc_path::tc_block32)) == 0);  // every block occupied
+  CHECK(policy::tc_choose(t, un, 2048, cu).path == tc_path::cublas_dense);
+  auto s24 = dense;
+  s24.nnz /= 2;
+  s24.is_24 = true;
+  unsigned const cs = policy::tc_candidates(t, s24);
+  CHECK((cs & bit(tc_path::sparse24)) != 0);
+  CHECK(policy::tc_choose(t, s24, 8, cs).path == tc_path::sparse24);
+  // The reason names the choice and every candidate's estimate.
+  auto const c = policy::tc_choose(t, blocks, 32, cb);
+  CHECK(sdnn_test::has(c.reason, "N = 32: tc_block32"));
+  CHECK(sdnn_test::has(c.reason, "cublas_dense"));
+  // The caller's mask: only cuBLAS.
+  CHECK(policy::tc_candidates(t, blocks, bit(tc_path::cublas_dense)) == bit(tc_path::cublas_dense));
+  CHECK(policy::tc_candidates(t, dense, bit(tc_path::sparse24)) == 0u);
+  // Estimates grow with N for every path.
+  for (int p = 0; p < policy::tc_path_count; ++p) {
+    double prev = 0;
+    for (std::int64_t n : {1, 8, 32, 100, 128, 512, 2048, 4096}) {
+      double const e = policy::tc_estimate_us(t, tc_path(p), blocks, n);
+      CHECK(e >= prev);
+      prev = e;
+    }
+  }
+}
+
+TEST_CASE("tc_auto: the host reference and its shape checks", "[tc_auto]") {
+  dense_matrix<bf16> w(3, 5), x(2, 5);
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t j = 0; j < 5; ++j) w(i, j) = bf16(float(i - j) * 0.5f);
+  for (std::int64_t i = 0; i < 2; ++i)
+    for (std::int64_t j = 0; j < 5; ++j) x(i, j) = bf16(float(i + j));
+  dense_matrix<float> y(2, 3);
+  ops::tc_auto_linear(host_exec{}, std::as_const(x).view(), std::as_const(w).view(), y.view());
+  for (std::int64_t i = 0; i < 2; ++i)
+    for (std::int64_t j = 0; j < 3; ++j) {
+      float s = 0;
+      for (std::int64_t q = 0; q < 5; ++q) s += float(x(i, q)) * float(w(j, q));
+      CHECK(y(i, j) == s);
+    }
+  dense_matrix<float> bad(2, 4);
+  CHECK(sdnn_test::has(sdnn_test::error_text([&] {
+                         ops::tc_auto_linear(host_exec{}, std::as_const(x).view(), std::as_const(w).view(), bad.view());
+                       }),
+                       "tc_auto_linear"));
+}
