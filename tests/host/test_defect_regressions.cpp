@@ -375,3 +375,197 @@ TEST_CASE("prune_csr_magnitude refuses NaN, naming the entry", "[train][prune]")
   auto const ok = make_csr<float, std::int32_t>(2, 3, {0, 2, 3}, {0, 2, 0}, {1.0f, -4.0f, 2.0f});
   REQUIRE(ops::prune_csr_magnitude(ok, 0.5).w.nnz() == 3);
 }
+
+// ---------------------------------------------------------------------------------------
+// Quantizers: NaN and +-Inf are refused with the entry named; finite values near the float
+// limits keep every scale and every decoded value finite.
+
+namespace {
+float const f_max = std::numeric_limits<float>::max();
+float const f_inf = std::numeric_limits<float>::infinity();
+float const f_nan = std::numeric_limits<float>::quiet_NaN();
+
+// 2 x 3 with entry 3 = (row 1, column 2) set to x.
+csr_matrix<float, std::int32_t> with_entry3(float x) {
+  return make_csr<float, std::int32_t>(2, 3, {0, 1, 4}, {0, 0, 1, 2}, {0.5f, -1.0f, 2.0f, x});
+}
+// One row holding v.
+csr_matrix<float, std::int32_t> one_row(std::vector<float> const& v) {
+  std::vector<std::int32_t> cols(v.size());
+  for (std::size_t j = 0; j < v.size(); ++j) cols[j] = static_cast<std::int32_t>(j);
+  return make_csr<float, std::int32_t>(1, static_cast<std::int32_t>(v.size()), {0, static_cast<std::int32_t>(v.size())},
+                                       cols, v);
+}
+std::vector<int8_options> all_int8_options() {
+  std::vector<int8_options> r;
+  for (auto gr : {quant_granularity::per_layer, quant_granularity::per_channel})
+    for (bool sym : {true, false})
+      for (auto clip : {int8_clip::none, int8_clip::percentile, int8_clip::mse}) {
+        int8_options o;
+        o.granularity = gr;
+        o.symmetric = sym;
+        o.clip = clip;
+        r.push_back(o);
+      }
+  return r;
+}
+}  // namespace
+
+TEST_CASE("quantize_int8 refuses NaN and +-Inf, naming the entry", "[quant][int8]") {
+  // Before: NaN became a code without a word (lround(NaN)); one Inf made the group's scale
+  // infinite and every other value of the group decode to NaN.
+  for (auto const& o : all_int8_options()) {
+    REQUIRE(has(error_text([&] { quantize_int8(with_entry3(f_nan), o); }),
+                "quantize_int8: entry 3 (row 1, column 2) is nan; only finite weights can be quantized"));
+    REQUIRE(has(error_text([&] { quantize_int8(with_entry3(f_inf), o); }), "quantize_int8: entry 3 (row 1, column 2) is inf"));
+    REQUIRE(has(error_text([&] { quantize_int8(with_entry3(-f_inf), o); }), "quantize_int8: entry 3 (row 1, column 2) is -inf"));
+    REQUIRE(dequantize(quantize_int8(with_entry3(3.0f), o)).values()[3] == sdnn_test::Approx(3.0f).epsilon(0.01));
+  }
+  // The conv quantizers name the conv entry: entry 1 = output channel 1.
+  conv::sparse_conv_weights<float> w;
+  w.shape = conv::conv_shape::conv2d(1, 4, 4, 2, 1, 1);
+  w.nnz_per_channel = 1;
+  w.offsets = {0, 0};
+  w.values = {1.0f, f_nan};
+  REQUIRE(has(error_text([&] { conv::quantize_int8(w); }),
+              "quantize: entry 1 (output channel 1, offset 0) is nan; only finite weights can be quantized"));
+  w.values = {-f_inf, 1.0f};
+  REQUIRE(has(error_text([&] { conv::quantize_codebook4(w); }), "quantize: entry 0 (output channel 0, offset 0) is -inf"));
+  w.values = {-2.0f, 1.0f};
+  auto const d = conv::dequantize(conv::quantize_int8(w)).values;
+  REQUIRE(d[0] == sdnn_test::Approx(-2.0f).epsilon(0.01));
+  REQUIRE(d[1] == sdnn_test::Approx(1.0f).epsilon(0.01));
+}
+
+TEST_CASE("quantize_int8 keeps scales and decoded values finite near the float limits", "[quant][int8]") {
+  float const tiny = std::numeric_limits<float>::denorm_min();
+  std::vector<std::vector<float>> const rows = {{3e38f, -3e38f, 1.0f, -1.0f},
+                                                {f_max, -f_max, 1.0f, -1.0f},
+                                                {f_max, 0.0f, 2.0f},
+                                                {-f_max, 0.0f, -2.0f},
+                                                {tiny, -tiny, 0.0f}};
+  for (auto const& v : rows)
+    for (auto const& o : all_int8_options()) {
+      auto const q = quantize_int8(one_row(v), o);
+      for (std::size_t g = 0; g < q.enc.scale.size(); ++g) {
+        REQUIRE(std::isfinite(q.enc.scale[g]));
+        REQUIRE(q.enc.scale[g] > 0.0f);
+      }
+      for (std::int32_t p = 0; p < q.nnz(); ++p) {
+        float const x = v[static_cast<std::size_t>(p)], y = q.decode(p);
+        float const s = q.enc.scale[q.enc.group(q.col_idx[static_cast<std::size_t>(p)])];
+        INFO("value " << x << " -> " << y << " (scale " << s << ", symmetric " << o.symmetric << ")");
+        REQUIRE(std::isfinite(y));
+        if (x == 0.0f) REQUIRE(y == 0.0f);
+        if (o.clip == int8_clip::none) {  // within s / 2 (up to float rounding); one step where +-FLT_MAX clamps
+          double const steps = std::fabs(x) <= 3e38f ? 0.5 : 1.0;
+          REQUIRE(std::fabs(double(x) - double(y)) <= steps * double(s) * (1 + 1e-4));
+        }
+      }
+    }
+  // Symmetric per layer: 3e38 and -3e38 are the end codes, exactly as the scheme gives them.
+  auto const q = quantize_int8(one_row({3e38f, -3e38f, 1.0f, -1.0f}));
+  REQUIRE(q.enc.scale[0] == static_cast<float>(3e38f / 127.0));
+  REQUIRE(q.enc.q == std::vector<std::int8_t>{127, -127, 0, 0});
+  // +-FLT_MAX symmetric: 127 * scale would round to inf; the scale is lowered so it does not.
+  auto const m = quantize_int8(one_row({f_max, -f_max}));
+  REQUIRE(std::isfinite(m.enc.scale[0] * 127.0f));
+  REQUIRE(m.decode(0) == sdnn_test::Approx(f_max).epsilon(1e-6));
+  REQUIRE(m.decode(1) == sdnn_test::Approx(-f_max).epsilon(1e-6));
+  // The smallest subnormal survives (a scale of 0 would divide by zero).
+  auto const t = quantize_int8(one_row({tiny, -tiny}));
+  REQUIRE(t.decode(0) == tiny);
+  REQUIRE(t.decode(1) == -tiny);
+  // An all-zero group: scale 1 (zero point 0 symmetric, -128 asymmetric), zeros decode to 0;
+  // the other channel keeps its own scale.
+  for (bool sym : {true, false}) {
+    int8_options pc;
+    pc.granularity = quant_granularity::per_channel;
+    pc.symmetric = sym;
+    auto const z =
+        quantize_int8(make_csr<float, std::int32_t>(2, 2, {0, 2, 4}, {0, 1, 0, 1}, {0.0f, 1.0f, 0.0f, -1.0f}), pc);
+    REQUIRE(z.enc.scale[0] == 1.0f);
+    REQUIRE(z.enc.zero[0] == (sym ? 0 : -128));
+    REQUIRE(z.decode(0) == 0.0f);
+    REQUIRE(z.decode(2) == 0.0f);
+    REQUIRE(z.decode(1) == sdnn_test::Approx(1.0f).epsilon(0.01));
+    REQUIRE(z.decode(3) == sdnn_test::Approx(-1.0f).epsilon(0.01));
+  }
+  auto const all0 = quantize_int8(one_row({0.0f, 0.0f}));
+  REQUIRE(all0.enc.scale[0] == 1.0f);
+  REQUIRE(all0.decode(1) == 0.0f);
+}
+
+TEST_CASE("quantize_codebook4 refuses NaN and +-Inf, naming the entry", "[quant][codebook]") {
+  // Before: one NaN or Inf made the whole codebook non-finite.
+  REQUIRE(has(error_text([&] { quantize_codebook4(with_entry3(f_nan)); }),
+              "quantize_codebook4: entry 3 (row 1, column 2) is nan; only finite weights can be quantized"));
+  REQUIRE(has(error_text([&] { quantize_codebook4(with_entry3(f_inf)); }), "quantize_codebook4: entry 3 (row 1, column 2) is inf"));
+  REQUIRE(has(error_text([&] { quantize_codebook4(with_entry3(-f_inf)); }), "quantize_codebook4: entry 3 (row 1, column 2) is -inf"));
+  REQUIRE(dequantize(quantize_codebook4(with_entry3(3.0f))).values()[3] == 3.0f);
+}
+
+TEST_CASE("quantize_codebook4 stores centroids beyond the half range with an exponent", "[quant][codebook]") {
+  // Before: +-3e38 rounded to half infinities and every value (3e38 too) decoded to 0.
+  auto nearest = [](codebook4_encoding const& e, float x, unsigned idx) {
+    double const mine = std::fabs(double(x) - double(e.centroid(idx)));
+    for (unsigned c = 0; c < 16; ++c) {
+      if (std::fabs(double(x) - double(e.centroid(c))) < mine) return false;
+    }
+    return true;
+  };
+  for (auto const& v : std::vector<std::vector<float>>{{3e38f, -3e38f, 1.0f, -1.0f},
+                                                       {f_max, -f_max, 1.0f, -1.0f},
+                                                       {1e5f, -7e4f, 2.0f, 0.5f}}) {
+    auto const q = quantize_codebook4(one_row(v));
+    REQUIRE(q.enc.codebook.exp > 0);
+    for (unsigned c = 0; c < 16; ++c) REQUIRE(std::isfinite(q.enc.centroid(c)));
+    for (std::int32_t p = 0; p < q.nnz(); ++p) {
+      float const x = v[static_cast<std::size_t>(p)], y = q.decode(p);
+      INFO("value " << x << " -> " << y << ", exponent " << q.enc.codebook.exp);
+      REQUIRE(std::isfinite(y));
+      REQUIRE(nearest(q.enc, x, q.enc.index(p)));
+      if (std::fabs(x) >= 7e4f) REQUIRE(std::fabs(double(y) - double(x)) <= std::fabs(double(x)) / 1024);  // half precision
+    }
+  }
+  auto const q = quantize_codebook4(one_row({3e38f, -3e38f, 1.0f, -1.0f}));
+  REQUIRE(q.decode(0) == sdnn_test::Approx(3e38f).epsilon(1.0 / 2048));
+  REQUIRE(q.decode(1) == sdnn_test::Approx(-3e38f).epsilon(1.0 / 2048));
+  REQUIRE(q.decode(2) == 0.0f);  // 1 and -1 share a centroid at 0 (the nearest entry)
+  REQUIRE(q.decode(3) == 0.0f);
+  // A copy of the codebook (as the device uploads make) carries its exponent.
+  codebook4_encoding copy;
+  copy.codebook = q.enc.codebook;
+  for (unsigned c = 0; c < 16; ++c) REQUIRE(copy.centroid(c) == q.enc.centroid(c));
+  // Centroids within the half range: exponent 0, centroids are the half values themselves.
+  auto const n = quantize_codebook4(one_row({6e4f, -6e4f, 1.0f, -1.0f}));
+  REQUIRE(n.enc.codebook.exp == 0);
+  REQUIRE(n.decode(0) == round_to_half(6e4f));
+  REQUIRE(n.decode(1) == round_to_half(-6e4f));
+}
+
+TEST_CASE("prune_uniform refuses K x F beyond its storage before touching w or allocating", "[conv][prune]") {
+  float w = 1.0f;  // any read past w or allocation of K * F floats would be reported (ASan) or fail
+  std::int64_t const two31 = std::int64_t(1) << 31;
+  // K * F = 2^62 - 2^31 fits int64 but not a host vector (at most 2^60 entries).
+  REQUIRE(has(error_text([&] { conv::prune_uniform(&w, two31, two31 - 1, 0.5); }),
+              "prune_uniform: a K x F = 2147483648 x 2147483647 tensor is too large (F must fit int32 filter indices "
+              "and K * F must be at most 1152921504606846976 entries)"));
+  // K * F overflows int64.
+  REQUIRE(has(error_text([&] { conv::prune_uniform(&w, std::numeric_limits<std::int64_t>::max(), 2, 0.5); }),
+              "tensor is too large"));
+  REQUIRE(has(error_text([&] { conv::prune_uniform(&w, 3, std::numeric_limits<std::int64_t>::max() / 2, 0.5); }),
+              "tensor is too large"));
+  // The device limit (int32 flat indices), checked by the device calls before any allocation:
+  // K * F = 2^31 overflows int32; 2^31 - 1 does not.
+  auto const dev = conv::detail::prune_device_max_entries;
+  auto check = [&](std::int64_t K, std::int64_t F, std::int64_t limit) {
+    return error_text([&] { conv::detail::check_prune_args(K, F, 0.5, conv::prune_rule::global, -1, limit); });
+  };
+  REQUIRE(has(check(2, std::int64_t(1) << 30, dev), "K * F must be at most 2147483647 entries"));
+  REQUIRE(has(check(std::int64_t(1) << 40, 1, dev), "a K x F = 1099511627776 x 1 tensor is too large"));
+  REQUIRE(has(check(std::int64_t(1) << 16, std::int64_t(1) << 16, dev), "too large"));
+  REQUIRE(check(1, two31 - 1, dev) == "no throw");
+  REQUIRE(check(std::int64_t(1) << 16, std::int64_t(1) << 16, conv::detail::prune_host_max_entries) == "no throw");
+  REQUIRE(conv::prune_uniform(&w, 1, 1, 0.0).kept == 1);
+}

@@ -112,11 +112,20 @@ SDNN_HOST_DEVICE inline bool is_nan_bits(float w) {
   return (bits & 0x7FFFFFFFu) > 0x7F800000u;
 }
 
-inline void check_prune_args(std::int64_t K, std::int64_t F, double sparsity, prune_rule rule, std::int64_t uniform_nnz) {
+// The most entries (K * F) a pruned tensor may have: the host holds K * F floats in vectors
+// (the element-count limit of ::sdnn::detail::checked_extent, 2^60); the device indexes the
+// tensor with int32 (train/kernel/prune_uniform.cuh).
+inline constexpr std::int64_t prune_host_max_entries = std::int64_t(1) << 60;
+inline constexpr std::int64_t prune_device_max_entries = INT32_MAX;
+
+// Checks the arguments of prune_uniform before anything multiplies or allocates: K * F is
+// compared by division, so no product of the extents is formed until it is known to fit.
+inline void check_prune_args(std::int64_t K, std::int64_t F, double sparsity, prune_rule rule, std::int64_t uniform_nnz,
+                             std::int64_t max_entries = prune_host_max_entries) {
   SDNN_EXPECTS(K >= 1 && F >= 1, "prune_uniform: K and F must be >= 1, got K=", K, " F=", F);
-  // Filter indices are int32 and the tensor has K * F entries: refuse before anything multiplies.
-  SDNN_EXPECTS(F <= INT32_MAX && K <= INT64_MAX / F, "prune_uniform: a K x F = ", K, " x ", F,
-               " tensor is too large (F must fit int32 filter indices and K * F int64)");
+  SDNN_EXPECTS(F <= INT32_MAX && K <= max_entries / F, "prune_uniform: a K x F = ", K, " x ", F,
+               " tensor is too large (F must fit int32 filter indices and K * F must be at most ", max_entries,
+               " entries)");
   SDNN_EXPECTS(sparsity >= 0.0 && sparsity <= 1.0, "prune_uniform: sparsity must be in [0, 1], got ", sparsity);
   SDNN_EXPECTS(uniform_nnz == -1 || rule == prune_rule::global,
                "prune_uniform: uniform_nnz is only meaningful with prune_rule::global");

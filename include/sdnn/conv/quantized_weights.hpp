@@ -82,6 +82,12 @@ inline csr_matrix<float, std::int32_t> entries_by_channel(sparse_conv_weights<fl
   validate(w);
   SDNN_EXPECTS(w.nnz() < (std::int64_t(1) << 31) - 1, "quantize: more than 2^31 - 2 entries (", w.nnz(), ")");
   auto const n = static_cast<std::int32_t>(w.nnz());
+  for (std::int32_t e = 0; e < n; ++e) {
+    float const v = w.values[static_cast<std::size_t>(e)];
+    SDNN_EXPECTS(std::isfinite(v), "quantize: entry ", e, " (output channel ", e / w.nnz_per_channel,
+                 ", offset ", w.offsets[static_cast<std::size_t>(e)], ") is ", v,
+                 "; only finite weights can be quantized");
+  }
   csr_matrix<float, std::int32_t> c(n, w.shape.K, n);
   for (std::int32_t e = 0; e < n; ++e) {
     c.row_ptr()[e + 1] = e + 1;
@@ -108,6 +114,7 @@ quantized_conv_weights<Encoding> with_encoding(sparse_conv_weights<float> const&
 // to the entries in storage order, with output channel k as the group (entries_by_channel).
 // Padding entries (value 0) are quantized like any other value: 0 stays exact for int8 (the
 // clip range always holds 0), for codebook4 it is whatever centroid is nearest to 0.
+// A NaN or +-Inf weight is refused (sdnn::error naming the entry, its output channel and offset).
 inline quantized_conv_weights<int8_encoding> quantize_int8(sparse_conv_weights<float> const& w,
                                                            int8_options const& o = {}) {
   auto q = ::sdnn::quantize_int8(detail::entries_by_channel(w), o);

@@ -107,8 +107,15 @@ struct codebook4_options {
   int max_iter = 100;
 };
 
+// The 16 centroids of a codebook4_encoding: half bits and a power-of-two exponent, centroid c =
+// half(bits[c]) * 2^exp. exp is 0 unless a centroid is beyond the half range (quantize_codebook4);
+// it travels with the bits wherever the codebook is copied.
+struct half_codebook : std::array<std::uint16_t, 16> {
+  std::int32_t exp = 0;
+};
+
 struct codebook4_encoding {
-  std::array<std::uint16_t, 16> codebook{};  // half bits
+  half_codebook codebook{};                  // half bits (and the exponent)
   std::vector<std::uint8_t> packed;          // [(nnz + 1) / 2]; entry p: byte p/2, low nibble if p even
   std::vector<double> kmeans_sse;            // SSE after each Lloyd iteration (float centroids)
   int kmeans_iterations = 0;
@@ -117,10 +124,13 @@ struct codebook4_encoding {
     std::uint8_t const b = packed[static_cast<std::size_t>(p >> 1)];
     return (p & 1) ? (b >> 4) : (b & 0x0Fu);
   }
-  float centroid(unsigned c) const { return half_bits_to_float(codebook[c]); }
+  float centroid(unsigned c) const {
+    float const h = half_bits_to_float(codebook[c]);
+    return codebook.exp == 0 ? h : std::ldexp(h, codebook.exp);  // exact: a power of two
+  }
   float decode(std::int64_t p, std::int64_t /*col*/) const { return centroid(index(p)); }
   std::size_t value_bytes() const { return packed.size(); }
-  std::size_t param_bytes() const { return codebook.size() * sizeof(std::uint16_t); }
+  std::size_t param_bytes() const { return codebook.size() * sizeof(std::uint16_t); }  // the 16 halves
 };
 
 // A CSR whose values are stored through an encoding; indices as csr_matrix<., int32_t>.
@@ -175,6 +185,9 @@ struct int8_params {
   float scale = 1.0f;
   std::int32_t zero = 0;
 };
+// Extreme finite ranges: a scale that would round to 0 (|lo|, |hi| near the smallest
+// subnormal) is the smallest positive float instead; a scale whose largest code would decode
+// past the float range (|lo| or |hi| near FLT_MAX) is lowered until scale * code is finite.
 inline int8_params int8_params_for(double lo, double hi, bool symmetric) {
   int8_params p;
   if (symmetric) {
@@ -184,18 +197,41 @@ inline int8_params int8_params_for(double lo, double hi, bool symmetric) {
     lo = std::min(lo, 0.0);
     hi = std::max(hi, 0.0);
     p.scale = hi > lo ? static_cast<float>((hi - lo) / 255.0) : 1.0f;
+  }
+  if (p.scale == 0.0f) p.scale = std::numeric_limits<float>::denorm_min();
+  if (!symmetric) {
     p.zero = static_cast<std::int32_t>(std::lround(-lo / double(p.scale))) - 128;
     p.zero = std::clamp<std::int32_t>(p.zero, -128, 127);
+  }
+  // The largest |q - zero| of a code q in [-128, 127] ([-127, 127] symmetric).
+  float const m = symmetric ? 127.0f : static_cast<float>(std::max(127 - p.zero, 128 + p.zero));
+  if (std::isinf(p.scale * m)) {
+    p.scale = static_cast<float>(double(std::numeric_limits<float>::max()) / m);
+    while (std::isinf(p.scale * m)) p.scale = std::nextafter(p.scale, 0.0f);
   }
   return p;
 }
 inline std::int8_t int8_quantize(float w, int8_params const& p, bool symmetric) {
   long const lo = symmetric ? -127 : -128;
-  long const v = std::lround(double(w) / double(p.scale)) + p.zero;
+  // Bounded before rounding so that lround never overflows; any bound beyond +-383 clamps alike.
+  long const v = std::lround(std::clamp(double(w) / double(p.scale), -1e9, 1e9)) + p.zero;
   return static_cast<std::int8_t>(std::clamp<long>(v, lo, 127));
 }
 inline float int8_dequantize(std::int8_t q, int8_params const& p) {
   return p.scale * static_cast<float>(static_cast<std::int32_t>(q) - p.zero);
+}
+
+// Refuses a value of w that is not finite (NaN, +-Inf: no code stands for it), naming its row,
+// column, storage position and value. `what` opens the message.
+inline void check_finite_values(csr_matrix<float, std::int32_t> const& w, char const* what) {
+  for (std::int32_t p = 0; p < w.nnz(); ++p) {
+    float const x = w.values()[p];
+    if (std::isfinite(x)) continue;
+    auto const& rp = w.row_ptr();
+    auto const row = std::upper_bound(rp.begin(), rp.end(), p) - rp.begin() - 1;
+    SDNN_FAIL(what, ": entry ", p, " (row ", row, ", column ", w.col_idx()[p], ") is ", x,
+              "; only finite weights can be quantized");
+  }
 }
 
 // The clip range [lo, hi] of one group of values (layer or channel), from a 2048-bin histogram
@@ -274,8 +310,13 @@ inline std::pair<double, double> int8_clip_range(std::vector<float> const& v, in
 //   asymmetric: [lo, hi] (always containing 0, so 0 stays exact), s = (hi - lo) / 255,
 //               z = round(-lo / s) - 128, q = clamp(round(w / s) + z, -128, 127), w' = s * (q - z)
 // Inside the clip range ([-T, T] or [lo, hi], detail::int8_clip_range) |w - w'| <= s / 2 (up to
-// float rounding).
+// float rounding). A group of zeros (or an empty one) gets s = 1 (z = -128 asymmetric), so its
+// zeros decode to 0. Ranges near the float limits keep s and every code's w' finite: s is
+// lowered until s * 127 (asymmetric: s * max |q - z|) is finite, so a value at the end of such
+// a range may clamp to the end code (within s instead of s / 2).
+// Throws sdnn::error naming the entry (row, column, position, value) if w holds NaN or +-Inf.
 inline quantized_csr<int8_encoding> quantize_int8(csr_matrix<float, std::int32_t> const& w, int8_options const& o = {}) {
+  detail::check_finite_values(w, "quantize_int8");
   auto q = detail::copy_pattern<int8_encoding>(w);
   auto& e = q.enc;
   e.granularity = o.granularity;
@@ -325,8 +366,14 @@ inline unsigned nearest_centroid(float x, float const* c) {
 // are then rounded to half and the values reassigned to their nearest half centroid, so every
 // stored index names the nearest entry of the codebook actually stored. kmeans_sse records the
 // sum of squared errors after each iteration (non-increasing: the Lloyd property).
+// Centroids beyond the half range (|c| >= 65520, e.g. weights near +-3e38) are stored as
+// half(c * 2^-exp) with the smallest exp >= 0 that keeps every one finite (codebook.exp; 0 for
+// any layer whose centroids fit half); a centroid that would round past FLT_MAX takes the
+// largest finite value of its sign instead. Small centroids then may round to 0.
+// Throws sdnn::error naming the entry (row, column, position, value) if w holds NaN or +-Inf.
 inline quantized_csr<codebook4_encoding> quantize_codebook4(csr_matrix<float, std::int32_t> const& w,
                                                              codebook4_options const& o = {}) {
+  detail::check_finite_values(w, "quantize_codebook4");
   auto q = detail::copy_pattern<codebook4_encoding>(w);
   auto& e = q.enc;
   std::size_t const n = static_cast<std::size_t>(w.nnz());
@@ -365,10 +412,16 @@ inline quantized_csr<codebook4_encoding> quantize_codebook4(csr_matrix<float, st
     e.kmeans_sse.push_back(sse);
     e.kmeans_iterations = it + 1;
   }
+  auto const half_inf = [](std::uint16_t h) { return (h & 0x7FFFu) == 0x7C00u; };
+  std::int32_t x = 0;  // the exponent: no centroid may round to a half infinity
+  for (int k = 0; k < 16; ++k)
+    while (half_inf(float_to_half_bits(std::ldexp(c[k], -x)))) ++x;
+  e.codebook.exp = x;
   std::array<float, 16> ch{};
   for (int k = 0; k < 16; ++k) {
-    e.codebook[k] = float_to_half_bits(c[k]);
-    ch[k] = half_bits_to_float(e.codebook[k]);
+    e.codebook[k] = float_to_half_bits(x == 0 ? c[k] : std::ldexp(c[k], -x));
+    while (std::isinf(e.centroid(static_cast<unsigned>(k)))) --e.codebook[k];  // one half step towards 0
+    ch[k] = e.centroid(static_cast<unsigned>(k));
   }
   e.packed.assign((n + 1) / 2, 0);
   for (std::size_t p = 0; p < n; ++p) {

@@ -36,10 +36,11 @@ inline void report_from_counts(pruning_report& r, std::int64_t const* counts, pr
 // kept counts come back for the report; for the global rule the densest channel also sizes the
 // index array); the index / values arrays are completed by work still enqueued on exec.stream
 // when this returns (stream order makes them ready for later work on that stream). w must stay
-// valid until then. K*F < 2^31; a NaN in w is reported as an error.
+// valid until then. K*F < 2^31 (checked before anything is allocated); a NaN in w is reported
+// as an error.
 inline device_pruning_result prune_uniform(float const* w, std::int64_t K, std::int64_t F, double sparsity,
                                            prune_rule rule, std::int64_t uniform_nnz, cuda_exec exec) {
-  detail::check_prune_args(K, F, sparsity, rule, uniform_nnz);
+  detail::check_prune_args(K, F, sparsity, rule, uniform_nnz, detail::prune_device_max_entries);
   auto st = detail::prune_select(w, K, F, sparsity, rule, exec);
   std::vector<std::int64_t> counts(static_cast<std::size_t>(K + 1));
   SDNN_CUDA_CHECK(cudaMemcpyAsync(counts.data(), st.counts.data(), counts.size() * sizeof(std::int64_t),
@@ -103,7 +104,7 @@ class pending_pruning {
 // if it is too small, get() throws and the arrays are not a valid pruning).
 inline pending_pruning prune_uniform_async(float const* w, std::int64_t K, std::int64_t F, double sparsity,
                                            prune_rule rule, std::int64_t uniform_nnz, cuda_exec exec) {
-  detail::check_prune_args(K, F, sparsity, rule, uniform_nnz);
+  detail::check_prune_args(K, F, sparsity, rule, uniform_nnz, detail::prune_device_max_entries);
   SDNN_EXPECTS(rule == prune_rule::per_channel || uniform_nnz >= 0,
                "prune_uniform_async: the global rule needs uniform_nnz (the densest channel's count is only known "
                "after a read-back; prune_uniform does that with one synchronisation)");

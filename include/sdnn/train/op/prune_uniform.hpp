@@ -17,17 +17,19 @@ namespace sdnn::conv {
 // Prunes w [K x F] (row-major, F = C*R*S) to `sparsity` in [0, 1]. uniform_nnz (global rule
 // only) forces the stored entries per channel; it must be >= the densest channel's kept
 // count and <= F; -1 means "the densest channel's count". w must not contain NaN (it has no
-// magnitude order). The device version (same rules, identical result) is in train/op/prune_uniform.cuh.
+// magnitude order). F must fit int32 and K * F must be at most 2^60 (checked before w is
+// read). The device version (same rules, identical result) is in train/op/prune_uniform.cuh.
 inline pruning_result prune_uniform(float const* w, std::int64_t K, std::int64_t F, double sparsity,
                                     prune_rule rule = prune_rule::global, std::int64_t uniform_nnz = -1) {
-  detail::check_prune_args(K, F, sparsity, rule, uniform_nnz);
+  detail::check_prune_args(K, F, sparsity, rule, uniform_nnz);  // K * F <= 2^60 from here on
+  std::size_t const KF = ::sdnn::detail::checked_extent(K, F, "prune_uniform");
   for (std::int64_t g = 0; g < K * F; ++g)
     SDNN_EXPECTS(!std::isnan(w[g]), "prune_uniform: w[", g, "] is NaN");
   pruning_result res;
   res.K = K;
   res.filter_size = F;
   res.target_sparsity = sparsity;
-  res.pruned.assign(static_cast<std::size_t>(K * F), 0.0f);
+  res.pruned.assign(KF, 0.0f);
   res.kept_per_channel.assign(static_cast<std::size_t>(K), 0);
   // Largest |w| first; ties broken by the lower flat index (deterministic).
   auto by_magnitude = [w](std::int64_t a, std::int64_t b) {
