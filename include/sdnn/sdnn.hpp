@@ -40,6 +40,7 @@
 #include "sdnn/layers/layer.hpp"
 
 #include "sdnn/linear/sparse_linear.hpp"
+#include "sdnn/linear/tc_linear_layer.hpp"
 #include "sdnn/linear/op/dense_sparse.hpp"
 #include "sdnn/linear/op/gemm.hpp"
 #include "sdnn/linear/op/quantized_spmm.hpp"
@@ -111,6 +112,7 @@
 #include "sdnn/formats/stats.cuh"
 
 #include "sdnn/linear/sparse_linear.cuh"
+#include "sdnn/linear/tc_linear_layer.cuh"
 #include "sdnn/linear/op/dense_sparse.cuh"
 #include "sdnn/linear/op/gemm.cuh"
 #include "sdnn/linear/op/quantized_spmm.cuh"

@@ -2,11 +2,14 @@
 // take (each forced through the `allowed` mask, and the model's own choice) against the host
 // reference on the same rounded inputs, both value types and both output types, at sizes that
 // are multiples of no tile; the cuBLAS path's epilogue staged in chunks; tune() and the
-// process-wide cache; refusals before any launch.
+// process-wide cache; refusals before any launch; the tc_linear layer alone and in a
+// sequential<bf16>.
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/linear/op/tc_auto.cuh>
+#include <sdnn/linear/tc_linear_layer.cuh>
+#include <sdnn/pipeline/sequential.cuh>
 #include <sdnn/train/op/prune_sparse24.hpp>
 #include <sdnn/train/op/prune_structured.hpp>
 
@@ -110,6 +113,13 @@ void check_plan(cuda_exec ex, ops::tc_auto_linear_plan<T, Out> const& plan, dens
 
 unsigned only(policy::tc_path p) { return 1u << int(p); }
 
+template <class T>
+dense_matrix<T> clone(dense_matrix<T> const& a) {
+  dense_matrix<T> c(a.rows(), a.cols());
+  std::copy(a.values().begin(), a.values().end(), c.values().begin());
+  return c;
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("tc_auto: every path against the reference at odd sizes, both output types", "[cuda][tc_auto]", bf16,
@@ -123,7 +133,8 @@ TEMPLATE_TEST_CASE("tc_auto: every path against the reference at odd sizes, both
   };
   for (auto c : {cas{kind::dense, policy::tc_path::cublas_dense}, cas{kind::unstructured, policy::tc_path::tc_tile_offsets},
                  cas{kind::blocks, policy::tc_path::tc_block32}, cas{kind::s24, policy::tc_path::sparse24},
-                 cas{kind::unstructured, policy::tc_path::cublas_dense}}) {
+                 cas{kind::unstructured, policy::tc_path::cublas_dense},
+                 cas{kind::unstructured, policy::tc_path::cusparse_csr}}) {
     auto const w = make_w<T>(c.w, m, k, 11u + unsigned(c.w));
     stream_guard sg;
     ops::tc_auto_options opt;
@@ -199,7 +210,7 @@ TEST_CASE("tc_auto: refusals before any launch", "[cuda][tc_auto]") {
   opt.max_rows = 16;
   opt.allowed = only(policy::tc_path::sparse24);  // W is not 2:4
   CHECK(has(error_text([&] { ops::tc_auto_linear_plan<bf16> p(w.view(), ex, opt); }), "no path left"));
-  opt.allowed = 0xfu;
+  opt.allowed = policy::tc_all_paths;
   opt.max_rows = 0;
   CHECK(has(error_text([&] { ops::tc_auto_linear_plan<bf16> p(w.view(), ex, opt); }), "max_rows"));
   opt.max_rows = 16;
@@ -210,4 +221,79 @@ TEST_CASE("tc_auto: refusals before any launch", "[cuda][tc_auto]") {
   CHECK(has(error_text([&] { p.run(ex, dense_view<bf16 const>{8, 95, 96, x.data()}, dense_view<bf16>{8, 64, 64, y.data()}); }),
             "need X N x 96"));
   CHECK(has(error_text([&] { p.tune(ex, {17}); }), "outside [1, max_rows = 16]"));
+}
+
+TEST_CASE("tc_linear layer: device forward against its host forward, and in a sequential<bf16>", "[cuda][tc_auto]") {
+  SDNN_REQUIRE_DEVICE();
+  stream_guard sg;
+  auto ex = sg.exec();
+  std::int64_t const n = 24, k = 160, h = 96, m = 40;
+  auto w1 = make_w<bf16>(kind::blocks, h, k, 61u), w2 = make_w<bf16>(kind::unstructured, m, h, 62u);
+  std::vector<float> b1(static_cast<std::size_t>(h)), b2(static_cast<std::size_t>(m));
+  for (std::size_t i = 0; i < b1.size(); ++i) b1[i] = 0.01f * float(int(i % 9) - 4);
+  for (std::size_t i = 0; i < b2.size(); ++i) b2[i] = 0.02f * float(int(i % 5) - 2);
+  auto x = random_matrix<bf16>(n, k, 63u);
+  auto dx = upload(std::vector<bf16>(x.values().begin(), x.values().end()), ex);
+
+  // One layer: the device result against the host forward (the reference) with the bound of
+  // check_plan, here with a float output's reference recomputed from the same rounded inputs.
+  layers::tc_linear<bf16> l1(clone(w1), epilogue_relu(b1));
+  CHECK(l1.name() == "tc_linear<bf16>");
+  l1.plan(n, k, ex);
+  INFO(l1.reason(n));
+  CHECK(has(l1.reason(n), "N = 24"));
+  buffer<bf16, device_space> y1(std::size_t(n * h), ex);
+  l1.forward(ex, dense_view<bf16 const>{n, k, k, dx.data()}, dense_view<bf16>{n, h, h, y1.data()});
+  auto got = download(y1.data(), y1.size(), ex);
+  dense_matrix<float> ref(n, h);
+  ops::tc_auto_linear(host_exec{}, std::as_const(x).view(), std::as_const(w1).view(), ref.view(), l1.host_epilogue());
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < h; ++j) {
+      double s = 0;
+      for (std::int64_t q = 0; q < k; ++q) s += std::fabs(double(float(x(i, q))) * double(float(w1(j, q))));
+      double const acc = 4.0 * double(k) * std::ldexp(1.0, -24) * s, r = ref(i, j);
+      bad += !(std::fabs(double(float(got[std::size_t(i * h + j)])) - r) <= acc + std::ldexp(1.0, -8) * (std::fabs(r) + acc));
+    }
+  CHECK(bad == 0);
+
+  // A sequential of two: the same bits as the two layers run one after the other.
+  layers::tc_linear<bf16> l2(clone(w2), epilogue_relu(b2));
+  l2.plan(n, h, ex);
+  buffer<bf16, device_space> y2(std::size_t(n * m), ex);
+  l2.forward(ex, dense_view<bf16 const>{n, h, h, y1.data()}, dense_view<bf16>{n, m, m, y2.data()});
+  auto two = download(y2.data(), y2.size(), ex);
+  sequential<bf16> net;
+  net.add(std::make_unique<layers::tc_linear<bf16>>(clone(w1), epilogue_relu(b1)));
+  net.add(std::make_unique<layers::tc_linear<bf16>>(clone(w2), epilogue_relu(b2)));
+  net.plan(n, k, ex);
+  buffer<bf16, device_space> ys(std::size_t(n * m), ex);
+  net.forward(ex, dense_view<bf16 const>{n, k, k, dx.data()}, dense_view<bf16>{n, m, m, ys.data()});
+  auto seq = download(ys.data(), ys.size(), ex);
+  CHECK(std::memcmp(seq.data(), two.data(), seq.size() * sizeof(bf16)) == 0);
+  // The host pipeline (the references): layer 1's outputs on both sides are roundings of sums
+  // within the bound above, so at most 2^-7 |y1| + acc1 apart (one bf16 ulp and the sum's
+  // error); through layer 2 that is sum_q |w2| (2^-7 |y1| + acc1), plus layer 2's own bound.
+  dense_matrix<bf16> yh(n, m);
+  net.forward(host_exec{}, std::as_const(x).view(), yh.view());
+  bad = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < m; ++j) {
+      double prop = 0, s = 0;
+      for (std::int64_t q = 0; q < h; ++q) {
+        double const y1q = std::fabs(double(float(got[std::size_t(i * h + q)])));
+        double s1 = 0;
+        for (std::int64_t r = 0; r < k; ++r) s1 += std::fabs(double(float(x(i, r))) * double(float(w1(q, r))));
+        double const w = std::fabs(double(float(w2(j, q))));
+        prop += w * (std::ldexp(1.0, -7) * (y1q + 1e-30) + 4.0 * double(k) * std::ldexp(1.0, -24) * s1 * 2);
+        s += w * y1q;
+      }
+      double const r = double(float(yh(i, j))), acc = 4.0 * double(h) * std::ldexp(1.0, -24) * s + prop;
+      bad += !(std::fabs(double(float(seq[std::size_t(i * m + j)])) - r) <= acc + std::ldexp(1.0, -7) * (std::fabs(r) + acc));
+    }
+  CHECK(bad == 0);
+  // Refusals: the bias length, the input width.
+  std::vector<float> short_bias(3);
+  CHECK(has(error_text([&] { layers::tc_linear<bf16> bad_l(clone(w1), epilogue_relu(short_bias)); }), "the bias has 3 values"));
+  CHECK(has(error_text([&] { l1.plan(n, k + 1, ex); }), "expected 160 input features"));
 }

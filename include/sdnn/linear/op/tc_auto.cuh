@@ -1,6 +1,6 @@
 // sdnn/linear/op/tc_auto.cuh - ops::tc_auto_linear_plan<T, Out>: Y[N x M] = epi(X[N x K] W^T)
 // for a 16-bit W given dense on the host, run by whichever of cuBLAS dense, 32 x 32 block-sparse,
-// 64 x 64 tile-offsets or 2:4 is fastest for the batch size. The constructor reads W's structure
+// 64 x 64 tile-offsets, 2:4 or cuSPARSE CSR is fastest for the batch size. The constructor reads W's structure
 // (analyze_weights), asks the cost model (linear/policy/tc_auto.hpp) which paths win at the
 // batch sizes up to max_rows, and uploads only those encodings. run() picks among them per N
 // without synchronising; path(n) and reason(n) say what it runs and why. tune() replaces the
@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <cusparse.h>
 
 #include <algorithm>
 #include <cmath>
@@ -21,7 +22,9 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
+#include <limits>
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
@@ -34,6 +37,7 @@
 #include "sdnn/linear/op/tc_auto.hpp"
 #include "sdnn/linear/op/tc_linear.cuh"
 #include "sdnn/linear/vendor/cublas.cuh"
+#include "sdnn/linear/vendor/cusparse.cuh"
 
 namespace sdnn::ops {
 
@@ -56,6 +60,24 @@ struct tc_tuned_cache {
   static tc_tuned_cache& get() {
     static tc_tuned_cache c;
     return c;
+  }
+};
+// A cuSPARSE sparse-matrix descriptor, destroyed with its owner.
+struct cusparse_spmat {
+  cusparseSpMatDescr_t d = nullptr;
+  cusparse_spmat() = default;
+  cusparse_spmat(cusparse_spmat&& o) noexcept : d(std::exchange(o.d, nullptr)) {}
+  cusparse_spmat& operator=(cusparse_spmat&& o) noexcept {
+    if (this != &o) {
+      reset();
+      d = std::exchange(o.d, nullptr);
+    }
+    return *this;
+  }
+  ~cusparse_spmat() { reset(); }
+  void reset() noexcept {
+    if (d) vendor::detail::cusparse_check_noexcept(cusparseDestroySpMat(d), "cusparseDestroySpMat");
+    d = nullptr;
   }
 };
 inline std::string current_gpu_name() {
@@ -115,6 +137,7 @@ class tc_auto_linear_plan {
   tc_auto_linear_plan& operator=(tc_auto_linear_plan&&) noexcept = default;
 
   std::int64_t out_features() const noexcept { return structure_.m; }
+  std::int64_t max_rows() const noexcept { return opt_.max_rows; }
   std::int64_t in_features() const noexcept { return structure_.k; }
   policy::weight_structure const& structure() const noexcept { return structure_; }
   // Mask of the paths whose encodings are on the device.
@@ -125,6 +148,7 @@ class tc_auto_linear_plan {
     if (blocks_) b += blocks_->weight_bytes() + blocks_->workspace_bytes();
     if (tiles_) b += tiles_->weight_bytes() + tiles_->workspace_bytes();
     if (s24_) b += std::size_t(structure_.m) * std::size_t(structure_.k) * 9 / 16 + s24_->workspace_bytes();
+    b += csr_ptr_.size() * 4 + csr_col_.size() * 4 + csr_val_.size() * sizeof(T) + csr_ws_.size();
     return b;
   }
 
@@ -261,8 +285,9 @@ class tc_auto_linear_plan {
   }
   policy::tc_path pick(std::int64_t n, unsigned among = 0) const {
     if (among == 0) among = candidates_;
-    if (auto t = tuned_for(n); t && (among & (1u << int(t->second)))) return t->second;
-    return policy::tc_choose(tuning_, structure_, n, among).path;
+    if (!tuned_.empty())
+      if (auto t = tuned_for(n); t && (among & (1u << int(t->second)))) return t->second;
+    return policy::tc_pick(tuning_, structure_, n, among);
   }
   bool same_structure(detail::tc_tuned_key const& k) const {
     return k.gpu == gpu_ && k.m == structure_.m && k.k == structure_.k && k.nnz == structure_.nnz &&
@@ -286,13 +311,6 @@ class tc_auto_linear_plan {
     using P = policy::tc_path;
     if (mask & (1u << int(P::cublas_dense))) {
       dense_w_ = to_device(host_w_.data(), host_w_.size(), own);
-      if constexpr (!std::is_same_v<Out, float>) {
-        // staging for a non-identity epilogue: float rows, one chunk of at most the option's bytes
-        std::size_t const row_bytes = std::size_t(std::max<std::int64_t>(structure_.m, 1)) * sizeof(float);
-        chunk_rows_ = std::max<std::int64_t>(1, std::min<std::int64_t>(opt_.max_rows,
-                                                                       std::int64_t(opt_.epilogue_workspace_bytes / row_bytes)));
-        stage_ = buffer<float, device_space>(std::size_t(chunk_rows_) * std::size_t(std::max<std::int64_t>(structure_.m, 1)), own);
-      }
       built_ |= 1u << int(P::cublas_dense);
     }
     if (mask & (1u << int(P::tc_block32))) {
@@ -307,17 +325,123 @@ class tc_auto_linear_plan {
       s24_ = std::make_unique<s24_plan>(sparse24_from_dense(w), exec, po);
       built_ |= 1u << int(P::sparse24);
     }
+    if (mask & (1u << int(P::cusparse_csr))) {
+      build_csr(w, own);
+      built_ |= 1u << int(P::cusparse_csr);
+    }
+    if ((built_ & ((1u << int(P::cublas_dense)) | (1u << int(P::cusparse_csr)))) && stage_.size() == 0) {
+      if constexpr (!std::is_same_v<Out, float>) {
+        // the vendor paths' staging for a non-identity epilogue: float rows, one chunk of at most
+        // the option's bytes
+        std::size_t const row_bytes = std::size_t(std::max<std::int64_t>(structure_.m, 1)) * sizeof(float);
+        chunk_rows_ = std::max<std::int64_t>(
+            1, std::min<std::int64_t>(opt_.max_rows, std::int64_t(opt_.epilogue_workspace_bytes / row_bytes)));
+        stage_ = buffer<float, device_space>(std::size_t(chunk_rows_) * std::size_t(std::max<std::int64_t>(structure_.m, 1)),
+                                             own);
+      }
+    }
+  }
+
+  // W in CSR (16-bit values, int32 indices) and its cuSPARSE descriptor; the SpMM workspace for
+  // every batch size up to max_rows and both output types (queried at the anchors and max_rows).
+  void build_csr(dense_view<T const> w, cuda_exec own) {
+    SDNN_EXPECTS(structure_.nnz <= std::numeric_limits<std::int32_t>::max(), "tc_auto_linear_plan: ",
+                 structure_.nnz, " nonzeros exceed cuSPARSE's int32 CSR indices");
+    std::vector<std::int32_t> ptr(std::size_t(w.rows) + 1, 0), col;
+    std::vector<T> val;
+    col.reserve(std::size_t(structure_.nnz));
+    val.reserve(std::size_t(structure_.nnz));
+    for (std::int64_t i = 0; i < w.rows; ++i) {
+      for (std::int64_t j = 0; j < w.cols; ++j) {
+        T const v = w.data[i * w.ld + j];
+        if (v.bits & 0x7fffu) {
+          col.push_back(std::int32_t(j));
+          val.push_back(v);
+        }
+      }
+      ptr[std::size_t(i) + 1] = std::int32_t(col.size());
+    }
+    csr_ptr_ = to_device(ptr.data(), ptr.size(), own);
+    csr_col_ = buffer<std::int32_t, device_space>(std::max<std::size_t>(col.size(), 1), own);
+    csr_val_ = buffer<T, device_space>(std::max<std::size_t>(val.size(), 1), own);
+    if (!col.empty()) {
+      copy_host(csr_col_.data(), col.data(), col.size(), own);
+      copy_host(csr_val_.data(), val.data(), val.size(), own);
+    }
+    SDNN_CUSPARSE_CHECK(cusparseCreateCsr(&csr_.d, structure_.m, structure_.k, std::int64_t(col.size()), csr_ptr_.data(),
+                                          csr_col_.data(), csr_val_.data(), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                                          CUSPARSE_INDEX_BASE_ZERO, cuda_type()));
+    std::size_t need = 0;
+    for (std::int64_t n : sample_ns()) {
+      need = std::max(need, csr_buffer_bytes(n, std::is_same_v<Out, float> ? CUDA_R_32F : cuda_type()));
+      need = std::max(need, csr_buffer_bytes(n, CUDA_R_32F));
+    }
+    csr_ws_ = buffer<unsigned char, device_space>(std::max<std::size_t>(need, 1), own);
+  }
+  static cudaDataType_t cuda_type() { return std::is_same_v<T, bf16> ? CUDA_R_16BF : CUDA_R_16F; }
+  // (pageable host memory: the copy is staged before the call returns)
+  template <class U>
+  static void copy_host(U* dst, U const* src, std::size_t n, cuda_exec e) {
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(U), cudaMemcpyHostToDevice, e.stream));
+  }
+  // cusparseSpMM's workspace for n rows of X and a Y of type ct (descriptors on null data).
+  std::size_t csr_buffer_bytes(std::int64_t n, cudaDataType_t ct) const {
+    cusparseDnMatDescr_t b = nullptr, c = nullptr;
+    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(&b, structure_.k, n, std::max<std::int64_t>(structure_.k, 1), nullptr,
+                                            cuda_type(), CUSPARSE_ORDER_COL));
+    cusparseStatus_t st = cusparseCreateDnMat(&c, structure_.m, n, std::max<std::int64_t>(structure_.m, 1), nullptr, ct,
+                                              CUSPARSE_ORDER_COL);
+    std::size_t bytes = 0;
+    float const alpha = 1.f, beta = 0.f;
+    if (st == CUSPARSE_STATUS_SUCCESS)
+      st = cusparseSpMM_bufferSize(vendor::cusparse_handle(), CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, csr_.d, b, &beta, c, CUDA_R_32F,
+                                   CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
+    if (c) cusparseDestroyDnMat(c);
+    cusparseDestroyDnMat(b);
+    SDNN_CUSPARSE_CHECK(st);
+    return bytes;
+  }
+  // Y (ct) = W X^T through cusparseSpMM: B = X as K x N column-major, C = Y as M x N column-major.
+  void csr_spmm(cuda_exec exec, dense_view<T const> x, void* y, std::int64_t ldy, cudaDataType_t ct) const {
+    cusparseHandle_t h = vendor::cusparse_handle();
+    SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
+    std::int64_t const ldx = x.rows > 1 ? x.ld : std::max<std::int64_t>(x.cols, 1);
+    cusparseDnMatDescr_t b = nullptr, c = nullptr;
+    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(&b, structure_.k, x.rows, ldx, const_cast<T*>(x.data), cuda_type(),
+                                            CUSPARSE_ORDER_COL));
+    cusparseStatus_t st = cusparseCreateDnMat(&c, structure_.m, x.rows, x.rows > 1 ? ldy : std::max<std::int64_t>(structure_.m, 1),
+                                              y, ct, CUSPARSE_ORDER_COL);
+    float const alpha = 1.f, beta = 0.f;
+    std::size_t bytes = 0;
+    if (st == CUSPARSE_STATUS_SUCCESS)
+      st = cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, csr_.d,
+                                   b, &beta, c, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
+    if (st == CUSPARSE_STATUS_SUCCESS && bytes > csr_ws_.size()) st = CUSPARSE_STATUS_INSUFFICIENT_RESOURCES;
+    if (st == CUSPARSE_STATUS_SUCCESS)
+      st = cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, csr_.d, b, &beta,
+                        c, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, const_cast<unsigned char*>(csr_ws_.data()));
+    if (c) cusparseDestroyDnMat(c);
+    cusparseDestroyDnMat(b);
+    SDNN_EXPECTS(bytes <= csr_ws_.size(), "tc_auto_linear_plan: cuSPARSE asks for ", bytes,
+                 " workspace bytes at N = ", x.rows, ", more than the ", csr_ws_.size(), " sized at plan time");
+    SDNN_CUSPARSE_CHECK(st);
   }
   void release(unsigned mask) {
     using P = policy::tc_path;
-    if (mask & (1u << int(P::cublas_dense))) {
-      dense_w_ = {};
-      stage_ = {};
-    }
+    if (mask & (1u << int(P::cublas_dense))) dense_w_ = {};
     if (mask & (1u << int(P::tc_block32))) blocks_.reset();
     if (mask & (1u << int(P::tc_tile_offsets))) tiles_.reset();
     if (mask & (1u << int(P::sparse24))) s24_.reset();
+    if (mask & (1u << int(P::cusparse_csr))) {
+      csr_.reset();
+      csr_ptr_ = {};
+      csr_col_ = {};
+      csr_val_ = {};
+      csr_ws_ = {};
+    }
     built_ &= ~mask;
+    if (!(built_ & ((1u << int(P::cublas_dense)) | (1u << int(P::cusparse_csr))))) stage_ = {};
   }
 
   void run_path(policy::tc_path p, cuda_exec exec, dense_view<T const> x, dense_view<Out> y,
@@ -327,20 +451,27 @@ class tc_auto_linear_plan {
       case P::tc_block32: return blocks_->run(exec, x, y, epi);
       case P::tc_tile_offsets: return tiles_->run(exec, x, y, epi);
       case P::sparse24: return s24_->run(exec, x, y, epi);
-      case P::cublas_dense: break;
+      case P::cublas_dense:
+      case P::cusparse_csr: break;
     }
     if (x.rows == 0 || y.cols == 0) return;
-    cublasHandle_t h = vendor::default_cublas_handle().get();
+    bool const csr = p == P::cusparse_csr;
     dense_view<T const> w{structure_.m, structure_.k, structure_.k, dense_w_.data()};
-    if (kernels::is_identity(epi)) return vendor::cublas_linear16(h, x, w, y, exec.stream);
+    // Y (of type U) = X W^T by the vendor library, no epilogue
+    auto product = [&](dense_view<T const> xs, auto ys) {
+      using U = std::remove_const_t<std::remove_pointer_t<decltype(ys.data)>>;
+      if (csr) return csr_spmm(exec, xs, ys.data, ys.ld, std::is_same_v<U, float> ? CUDA_R_32F : cuda_type());
+      vendor::cublas_linear16(vendor::default_cublas_handle().get(), xs, w, ys, exec.stream);
+    };
+    if (kernels::is_identity(epi)) return product(x, y);
     if constexpr (std::is_same_v<Out, float>) {
-      vendor::cublas_linear16(h, x, w, y, exec.stream);
+      product(x, y);
       kernels::apply_epilogue(y, epi, exec);
     } else {  // float staging, then the epilogue and one rounding to Out, chunk by chunk
       for (std::int64_t r0 = 0; r0 < x.rows; r0 += chunk_rows_) {
         std::int64_t const rows = std::min(chunk_rows_, x.rows - r0);
-        dense_view<float> st{rows, y.cols, y.cols, const_cast<float*>(stage_.data())};
-        vendor::cublas_linear16(h, dense_view<T const>{rows, x.cols, x.ld, x.data + r0 * x.ld}, w, st, exec.stream);
+        product(dense_view<T const>{rows, x.cols, x.ld, x.data + r0 * x.ld},
+                dense_view<float>{rows, y.cols, y.cols, const_cast<float*>(stage_.data())});
         kernels::store_epilogue(dense_view<float const>{rows, y.cols, y.cols, stage_.data()},
                                 dense_view<Out>{rows, y.cols, y.ld, y.data + r0 * y.ld}, epi, exec);
       }
@@ -363,6 +494,10 @@ class tc_auto_linear_plan {
   std::unique_ptr<blocks_plan> blocks_;
   std::unique_ptr<tiles_plan> tiles_;
   std::unique_ptr<s24_plan> s24_;
+  buffer<std::int32_t, device_space> csr_ptr_, csr_col_;
+  buffer<T, device_space> csr_val_;
+  buffer<unsigned char, device_space> csr_ws_;
+  detail::cusparse_spmat csr_;  // declared after the arrays it points into: destroyed first
 };
 
 }  // namespace sdnn::ops

@@ -25,7 +25,7 @@ class tc_auto_linear_plan;
 
 struct tc_auto_options {
   std::int64_t max_rows = 2048;  // the largest N a run will see (sizes the workspaces)
-  unsigned allowed = 0xfu;       // mask of 1 << policy::tc_path: the paths the plan may use
+  unsigned allowed = policy::tc_all_paths;  // mask of 1 << policy::tc_path: the paths the plan may use
   bool keep_host_copy = true;    // keep W on the host (M K sizeof(T) bytes) so that tune() can
                                  // build an encoding the model did not choose
   std::size_t epilogue_workspace_bytes = std::size_t(32) << 20;  // the cuBLAS path's float

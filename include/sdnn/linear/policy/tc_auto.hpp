@@ -19,13 +19,16 @@ namespace sdnn::policy {
 //   cublas_dense:    W dense on the device, cublasGemmEx (bf16/fp16 in, float compute);
 //   tc_block32:      W in 32 x 32 blocks, empty blocks never loaded (tc_block_sparse_mma);
 //   tc_tile_offsets: W in 64 x 64 tiles of packed nonzeros, expanded in shared memory (tc_tile_offsets_mma);
-//   sparse24:        W 2:4 along K on mma.sp (sparse24_linear_plan).
+//   sparse24:        W 2:4 along K on mma.sp (sparse24_linear_plan);
+//   cusparse_csr:    W in CSR with 16-bit values, cusparseSpMM (float compute): the fastest path
+//                    for one row at >= 90 % unstructured sparsity, slow beyond.
 // Not candidates, by measurement (bench_linear16, benchmarks/results/linear16_*.md): sdnn's own
-// dense mma.sync kernel (slower than cuBLAS at every N), the float CUDA-core kernels and cuSPARSE
-// (their bf16 CSR runs slower than cuBLAS's dense GEMM at every measured point but the sparsest,
-// and need a float or CSR copy of W besides).
-enum class tc_path : int { cublas_dense = 0, tc_block32 = 1, tc_tile_offsets = 2, sparse24 = 3 };
-inline constexpr int tc_path_count = 4;
+// dense mma.sync kernel (slower than cuBLAS at every point) and the float CUDA-core kernels
+// (they compute a float layer; on float copies they beat every 16-bit path only at 99 % sparsity
+// and 32-128 rows).
+enum class tc_path : int { cublas_dense = 0, tc_block32 = 1, tc_tile_offsets = 2, sparse24 = 3, cusparse_csr = 4 };
+inline constexpr int tc_path_count = 5;
+inline constexpr unsigned tc_all_paths = (1u << tc_path_count) - 1;  // a mask of every path
 
 constexpr char const* tc_path_name(tc_path p) {
   switch (p) {
@@ -33,6 +36,7 @@ constexpr char const* tc_path_name(tc_path p) {
     case tc_path::tc_block32: return "tc_block32";
     case tc_path::tc_tile_offsets: return "tc_tile_offsets";
     case tc_path::sparse24: return "sparse24";
+    case tc_path::cusparse_csr: return "cusparse_csr";
   }
   return "?";
 }
@@ -54,17 +58,17 @@ struct weight_structure {
   }
 };
 
-// The modelled time of a path: t(N) = launch + units * rate(N), with rate piecewise linear in
-// N between the anchors (and beyond the last, along its last segment). units: cublas_dense and
+// The modelled time of a path: t(N) = launch(N) + units * rate(N), both piecewise linear in N
+// between the anchors (and beyond the last, along its last segment). units: cublas_dense and
 // sparse24 M*K / 1e6; tc_block32 occupied blocks / 1e3; tc_tile_offsets occupied tiles / 1e3
 // weighted by their fill, tiles * (1 + nnz per tile / 960) (a tile's fixed work is worth 960
-// nonzeros of expansion, from the N = 8 fit of 50-95 % below).
+// nonzeros of expansion, from the N = 8 fit of 50-95 % below); cusparse_csr nonzeros / 1e6.
 inline constexpr int tc_anchor_count = 6;
 inline constexpr std::array<double, tc_anchor_count> tc_anchors{1, 8, 32, 128, 512, 2048};
 
 struct tc_path_rates {
-  double launch_us = 0;                        // fixed cost per run
-  std::array<double, tc_anchor_count> rate{};  // us per unit at each anchor N
+  std::array<double, tc_anchor_count> launch{};  // us per run at each anchor N
+  std::array<double, tc_anchor_count> rate{};    // us per unit at each anchor N
 };
 
 struct tc_auto_tuning {
@@ -73,31 +77,39 @@ struct tc_auto_tuning {
   char const* source = "";  // the benchmark run behind the rates
   std::array<tc_path_rates, tc_path_count> paths{};
   // Build a sparse encoding only when it can win somewhere: tiles while density <= this,
-  // blocks while block occupancy <= this.
+  // blocks while block occupancy <= this, CSR while density <= this.
   double max_tile_density = 0.6;
   double max_block_occupancy = 0.6;
+  double max_csr_density = 0.3;
 };
 
-// sm_90: NVIDIA H100 80GB HBM3, CUDA 13.0, 2026-11-25, first fit: from bench_linear_tc /
-// bench_linear_sparse24 (11008 x 4096, L2 flushed; benchmarks/results/tc_linear_notes.md,
-// sparse24_notes.md); anchors not measured there (N = 1, 512) interpolated.
+// sm_90: NVIDIA H100 80GB HBM3, CUDA 13.0, 2026-11-25: benchmarks/fit_tc_auto.py on the full
+// bench_linear16 grid (4 shapes x 6 N x 9 structures, L2 flushed; linear16_NVIDIA-H100_2026-11-25.jsonl).
+// In that sample the modelled choice was within 5 % of the fastest measured path at 214 of 216
+// points (worst 1.13x, 4096 x 4096 at 99 % and N = 8, a shape that fits in L2).
 inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
     {9, 0},
     "NVIDIA H100 80GB HBM3 (2026-11-25)",
-    "tc_linear_notes.md / sparse24_notes.md, 11008 x 4096",
+    "bench_linear16 grid, linear16_NVIDIA-H100_2026-11-25.jsonl",
     {{
-        {4.0, {0.95, 0.95, 0.95, 1.0, 1.6, 5.2}},        // cublas_dense, per M*K/1e6
-        {3.0, {3.2, 3.45, 5.6, 8.9, 20.0, 74.7}},        // tc_block32, per 1e3 blocks
-        {3.0, {2.3, 2.4, 4.44, 15.6, 45.0, 143.0}},      // tc_tile_offsets, per 1e3 weighted tiles
-        {3.0, {0.58, 0.60, 0.68, 1.1, 2.4, 7.5}},        // sparse24, per M*K/1e6
+        // N:        1        8        32       128      512      2048
+        {{9.202, 8.659, 8.181, 8.459, 11.08, 5.62}, {0.7816, 0.7986, 0.8088, 0.8263, 1.229, 5.007}},  // cublas_dense
+        {{14, 14.02, 19.81, 14.19, 33.88, 63.31}, {0.9779, 0.9963, 1.436, 6.467, 13.05, 51.52}},     // tc_block32
+        {{15.87, 15.86, 31.86, 22.62, 63.03, 153.7}, {1.616, 1.73, 2.591, 10.02, 25.54, 100.3}},     // tc_tile_offsets
+        {{7.381, 7.539, 10.63, 10.84, 35.7, 6.162}, {0.5147, 0.5124, 0.5123, 0.8642, 2.066, 9.892}}, // sparse24
+        {{18.11, 18.11, 18.11, 18.11, 18.11, 18.11}, {2.229, 91.38, 242.1, 887.1, 3460, 14030}},     // cusparse_csr
     }},
     0.6,
-    0.6};
+    0.6,
+    0.3};
 // sm_80 and sm_8x: nothing measured; sm_90's values.
-inline constexpr tc_auto_tuning tc_auto_tuning_sm80{{8, 0}, "none measured (sm_90 values)",
-                                                    tc_auto_tuning_sm90.source, tc_auto_tuning_sm90.paths,
+inline constexpr tc_auto_tuning tc_auto_tuning_sm80{{8, 0},
+                                                    "none measured (sm_90 values)",
+                                                    tc_auto_tuning_sm90.source,
+                                                    tc_auto_tuning_sm90.paths,
                                                     tc_auto_tuning_sm90.max_tile_density,
-                                                    tc_auto_tuning_sm90.max_block_occupancy};
+                                                    tc_auto_tuning_sm90.max_block_occupancy,
+                                                    tc_auto_tuning_sm90.max_csr_density};
 
 constexpr tc_auto_tuning tc_auto_tuning_for(arch a) {
   return tc_auto_tuning_sm90.measured <= a ? tc_auto_tuning_sm90 : tc_auto_tuning_sm80;
@@ -113,39 +125,55 @@ inline double tc_path_units(tc_path p, weight_structure const& w) {
       double const per_tile = w.tiles64 ? double(w.nnz) / double(w.tiles64) : 0.0;
       return double(w.tiles64) * (1.0 + per_tile / 960.0) * 1e-3;
     }
+    case tc_path::cusparse_csr: return double(w.nnz) * 1e-6;
   }
   return 0;
 }
 
 // The modelled microseconds of one run of path p with n rows.
+inline double tc_interpolate(std::array<double, tc_anchor_count> const& v, std::int64_t n) {
+  double const x = double(std::max<std::int64_t>(n, 1));
+  if (x <= tc_anchors[0]) return v[0];
+  int i = 1;
+  while (i < tc_anchor_count - 1 && x > tc_anchors[std::size_t(i)]) ++i;
+  double const x0 = tc_anchors[std::size_t(i - 1)], x1 = tc_anchors[std::size_t(i)];
+  return v[std::size_t(i - 1)] + (v[std::size_t(i)] - v[std::size_t(i - 1)]) * (x - x0) / (x1 - x0);
+}
 inline double tc_estimate_us(tc_auto_tuning const& t, tc_path p, weight_structure const& w, std::int64_t n) {
   auto const& r = t.paths[std::size_t(p)];
-  double const x = double(std::max<std::int64_t>(n, 1));
-  double rate = r.rate[0];
-  if (x > tc_anchors[0]) {
-    int i = 1;
-    while (i < tc_anchor_count - 1 && x > tc_anchors[std::size_t(i)]) ++i;
-    double const x0 = tc_anchors[std::size_t(i - 1)], x1 = tc_anchors[std::size_t(i)];
-    double const r0 = r.rate[std::size_t(i - 1)], r1 = r.rate[std::size_t(i)];
-    rate = r0 + (r1 - r0) * (x - x0) / (x1 - x0);
-  }
-  return r.launch_us + tc_path_units(p, w) * rate;
+  return tc_interpolate(r.launch, n) + tc_path_units(p, w) * tc_interpolate(r.rate, n);
 }
 
-// Which paths can run W: cuBLAS always; sparse24 only for a 2:4 W; the sparse encodings while
-// they can pay (tuning thresholds). `allowed`: a mask of 1 << tc_path the caller permits (the
+// Which paths can run W: cuBLAS always; sparse24 only for a 2:4 W; the other sparse encodings
+// while they can pay (tuning thresholds). `allowed`: a mask of 1 << tc_path the caller permits (the
 // result may be empty when it excludes cuBLAS).
-inline unsigned tc_candidates(tc_auto_tuning const& t, weight_structure const& w, unsigned allowed = 0xfu) {
+inline unsigned tc_candidates(tc_auto_tuning const& t, weight_structure const& w, unsigned allowed = tc_all_paths) {
   unsigned c = 1u << int(tc_path::cublas_dense);
   if (w.nnz > 0 || w.m * w.k == 0) {
     if (w.block_occupancy() <= t.max_block_occupancy) c |= 1u << int(tc_path::tc_block32);
     if (w.density() <= t.max_tile_density) c |= 1u << int(tc_path::tc_tile_offsets);
+    if (w.density() <= t.max_csr_density) c |= 1u << int(tc_path::cusparse_csr);
   }
   if (w.is_24) c |= 1u << int(tc_path::sparse24);
   return c & allowed;
 }
 
-// The model's choice for n rows among `candidates` (non-empty), and why, as one line.
+// The model's choice for n rows among `candidates` (non-empty); no allocation (run() calls it).
+inline tc_path tc_pick(tc_auto_tuning const& t, weight_structure const& w, std::int64_t n, unsigned candidates) {
+  tc_path best_path = tc_path::cublas_dense;
+  double best = 1e300;
+  for (int p = 0; p < tc_path_count; ++p) {
+    if (!(candidates & (1u << p))) continue;
+    double const e = tc_estimate_us(t, tc_path(p), w, n);
+    if (e < best) {
+      best = e;
+      best_path = tc_path(p);
+    }
+  }
+  return best_path;
+}
+
+// The same choice, with every candidate's estimate and why, as one line.
 struct tc_choice {
   tc_path path = tc_path::cublas_dense;
   std::array<double, tc_path_count> estimate_us{};  // < 0: not a candidate
