@@ -69,6 +69,8 @@ TEST_CASE("tc_auto: candidates and the cost model's choices", "[tc_auto]") {
   CHECK((cu & bit(tc_path::cusparse_csr)) != 0);
   CHECK(policy::tc_choose(t, un, 1, cu).path == tc_path::cusparse_csr);  // one row: cuSPARSE's SpMM
   CHECK(policy::tc_choose(t, un, 8, cu).path == tc_path::tc_tile_offsets);
+  CHECK(policy::tc_runnable(cu, 2) == (cu & ~bit(tc_path::cusparse_csr)));  // cuSPARSE: one row only
+  CHECK(policy::tc_runnable(cu, 1) == cu);
   CHECK(policy::tc_choose(t, un, 2048, cu).path == tc_path::cublas_dense);
   auto s24 = dense;
   s24.nnz /= 2;

@@ -116,6 +116,8 @@ class tc_auto_linear_plan {
     candidates_ = policy::tc_candidates(tuning_, structure_, opt.allowed);
     SDNN_EXPECTS(candidates_ != 0, "tc_auto_linear_plan: no path left: allowed mask ", opt.allowed,
                  " excludes cuBLAS and W (", structure_.describe(), ") suits none of the allowed sparse paths");
+    SDNN_EXPECTS(opt.max_rows == 1 || policy::tc_runnable(candidates_, 2) != 0, "tc_auto_linear_plan: no path left "
+                 "for more than one row: cusparse_csr runs one row only (max_rows is ", opt.max_rows, ")");
     host_w_.resize(std::size_t(w.rows) * std::size_t(w.cols));  // packed: the encodings are built from it
     for (std::int64_t i = 0; i < w.rows; ++i)
       std::copy(w.data + i * w.ld, w.data + i * w.ld + w.cols, host_w_.begin() + std::size_t(i * w.cols));
@@ -220,7 +222,7 @@ class tc_auto_linear_plan {
         policy::tc_path win = policy::tc_path::cublas_dense;
         std::string line = "(median us:";
         for (int p = 0; p < policy::tc_path_count; ++p) {
-          if (!(built_ & (1u << p))) continue;
+          if (!(policy::tc_runnable(built_, n) & (1u << p))) continue;
           for (int i = 0; i < 2; ++i) run_path(policy::tc_path(p), own, xv, yv, {});
           std::vector<float> ms(7);
           for (auto& t : ms) {
@@ -286,7 +288,7 @@ class tc_auto_linear_plan {
   policy::tc_path pick(std::int64_t n, unsigned among = 0) const {
     if (among == 0) among = candidates_;
     if (!tuned_.empty())
-      if (auto t = tuned_for(n); t && (among & (1u << int(t->second)))) return t->second;
+      if (auto t = tuned_for(n); t && (policy::tc_runnable(among, n) & (1u << int(t->second)))) return t->second;
     return policy::tc_pick(tuning_, structure_, n, among);
   }
   bool same_structure(detail::tc_tuned_key const& k) const {

@@ -20,8 +20,10 @@ namespace sdnn::policy {
 //   tc_block32:      W in 32 x 32 blocks, empty blocks never loaded (tc_block_sparse_mma);
 //   tc_tile_offsets: W in 64 x 64 tiles of packed nonzeros, expanded in shared memory (tc_tile_offsets_mma);
 //   sparse24:        W 2:4 along K on mma.sp (sparse24_linear_plan);
-//   cusparse_csr:    W in CSR with 16-bit values, cusparseSpMM (float compute): the fastest path
-//                    for one row at >= 90 % unstructured sparsity, slow beyond.
+//   cusparse_csr:    W in CSR with 16-bit values, cusparseSpMM (float compute), for one row only:
+//                    the fastest path there from 90 % unstructured sparsity; at more rows its
+//                    16-bit SpMM was measured neither within the float-accumulation bound nor
+//                    deterministic (and 10-1000x slower).
 // Not candidates, by measurement (bench_linear16, benchmarks/results/linear16_*.md): sdnn's own
 // dense mma.sync kernel (slower than cuBLAS at every point) and the float CUDA-core kernels
 // (they compute a float layer; on float copies they beat every 16-bit path only at 99 % sparsity
@@ -158,8 +160,15 @@ inline unsigned tc_candidates(tc_auto_tuning const& t, weight_structure const& w
   return c & allowed;
 }
 
-// The model's choice for n rows among `candidates` (non-empty); no allocation (run() calls it).
+// The candidates that can run n rows: cusparse_csr only for one.
+constexpr unsigned tc_runnable(unsigned candidates, std::int64_t n) {
+  return n > 1 ? candidates & ~(1u << int(tc_path::cusparse_csr)) : candidates;
+}
+
+// The model's choice for n rows among `candidates` (those that can run n rows); no allocation
+// (run() calls it).
 inline tc_path tc_pick(tc_auto_tuning const& t, weight_structure const& w, std::int64_t n, unsigned candidates) {
+  candidates = tc_runnable(candidates, n);
   tc_path best_path = tc_path::cublas_dense;
   double best = 1e300;
   for (int p = 0; p < tc_path_count; ++p) {
@@ -180,7 +189,8 @@ struct tc_choice {
   std::string reason;
 };
 inline tc_choice tc_choose(tc_auto_tuning const& t, weight_structure const& w, std::int64_t n, unsigned candidates) {
-  SDNN_EXPECTS(candidates != 0, "tc_choose: no candidate path");
+  candidates = tc_runnable(candidates, n);
+  SDNN_EXPECTS(candidates != 0, "tc_choose: no candidate path for ", n, " rows");
   tc_choice c;
   double best = 1e300;
   for (int p = 0; p < tc_path_count; ++p) {
