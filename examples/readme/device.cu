@@ -70,3 +70,18 @@ void plan_protocol(sdnn::cuda_exec exec, sdnn::csr_matrix<float, int> const& w_h
   sp.run(exec, b, c, sdnn::epilogue_none<float>());                      // same protocol, executor first
 }
 // [/readme:plan_protocol]
+
+// [readme:tc_auto]
+// A pruned bf16 layer (W: out x in, the nn.Linear layout, on the host) that is never slower than
+// running it dense: the plan reads W's structure and picks cuBLAS, blocks, tiles, 2:4 or
+// cuSPARSE per batch size; reason(n) says which and why.
+void pruned_bf16_layer(sdnn::cuda_exec exec, sdnn::dense_matrix<sdnn::bf16> const& w,
+                       sdnn::dense_view<sdnn::bf16 const> x, sdnn::dense_view<sdnn::bf16> y) {
+  sdnn::ops::tc_auto_options opt;
+  opt.max_rows = 2048;                                     // the largest batch it will run
+  sdnn::ops::tc_auto_linear_plan<sdnn::bf16> plan(w.view(), exec, opt);  // uploads the chosen encodings
+  std::printf("%s\n", plan.reason(x.rows).c_str());       // e.g. "N = 8: tc_block32 (cost model ...)"
+  plan.run(exec, x, y, sdnn::epilogue_none<float>());      // no allocation, no synchronisation
+  plan.tune(exec, {1, 8, 32});  // optional: measure instead of model (synchronises), kept per GPU
+}
+// [/readme:tc_auto]
