@@ -197,6 +197,10 @@ TEST_CASE("tc_auto: tune() measures, keeps the winners, and later plans of the s
   }
   unsigned const used = only(p.path(1)) | only(p.path(128));
   CHECK((p.built() & used) == used);
+  // Between the tuned sizes: the nearest tuned N whose winner can run it.
+  CHECK(p.path(100) == p.path(128));
+  // No rows: nothing runs, nothing fails.
+  p.run(sg.exec(), dense_view<bf16 const>{0, 512, 512, nullptr}, dense_view<bf16>{0, 256, 256, nullptr});
   ops::tc_auto_linear_plan<bf16> q(w.view(), sg.exec(), opt);  // same structure: the cache
   CHECK(q.path(1) == p.path(1));
   CHECK(q.path(128) == p.path(128));

@@ -161,7 +161,7 @@ class tc_auto_linear_plan {
   std::string reason(std::int64_t n) const {
     auto const p = path(n);
     std::string r;
-    if (auto t = tuned_for(n)) {
+    if (auto t = tuned_for(n, built_)) {
       r = ::sdnn::detail::concat("N = ", n, ": ", policy::tc_path_name(p), " (measured by tune() at N = ", t->first, ")");
       if (auto it = measured_.find(t->first); it != measured_.end()) r += " " + it->second;
     } else {
@@ -186,6 +186,7 @@ class tc_auto_linear_plan {
     SDNN_EXPECTS(x.rows <= opt_.max_rows, "tc_auto_linear_plan: ", x.rows, " rows exceed the plan's max_rows ",
                  opt_.max_rows);
     runs_.note(exec);
+    if (x.rows == 0) return;
     run_path(path(x.rows), exec, x, y, epi);
   }
 
@@ -272,9 +273,11 @@ class tc_auto_linear_plan {
       if (n <= opt_.max_rows) ns.push_back(n);
     return ns;
   }
-  // The tuned entry nearest n on a log scale, if any.
-  std::optional<std::pair<std::int64_t, policy::tc_path>> tuned_for(std::int64_t n) const {
+  // The tuned entry nearest n on a log scale, if any and if its path is among `among` and can
+  // run n rows.
+  std::optional<std::pair<std::int64_t, policy::tc_path>> tuned_for(std::int64_t n, unsigned among) const {
     std::optional<std::pair<std::int64_t, policy::tc_path>> best;
+    if (tuned_.empty()) return best;
     double bd = 1e300;
     for (auto const& [tn, p] : tuned_) {
       double const d = std::fabs(std::log(double(tn)) - std::log(double(std::max<std::int64_t>(n, 1))));
@@ -283,12 +286,12 @@ class tc_auto_linear_plan {
         best = std::make_pair(tn, p);
       }
     }
+    if (best && !(policy::tc_runnable(among, n) & (1u << int(best->second)))) best.reset();
     return best;
   }
   policy::tc_path pick(std::int64_t n, unsigned among = 0) const {
     if (among == 0) among = candidates_;
-    if (!tuned_.empty())
-      if (auto t = tuned_for(n); t && (policy::tc_runnable(among, n) & (1u << int(t->second)))) return t->second;
+    if (auto t = tuned_for(n, among)) return t->second;
     return policy::tc_pick(tuning_, structure_, n, among);
   }
   bool same_structure(detail::tc_tuned_key const& k) const {
