@@ -1,59 +1,9 @@
 // bench_linear16: the grid benchmark of the 16-bit sparse linear layer Y[N x M] = X[N x K] W^T
-// (W M x K row-major, the nn.Linear layout; X N x K and Y N x M row-major; bf16 in, float
-// accumulation, bf16 out, no epilogue), every path in one process. A plain program (no Google
-// Benchmark): one JSON line per (shape, structure, sparsity, N, path), then one "summary" line per
-// (shape, structure, sparsity, N), to $SDNN_BENCH_JSON (appended) or stdout, family "linear16";
-// one progress line per point on stderr and the elapsed time at the end.
-//
-// Grid (defaults; each list can be overridden):
-//   W shapes   11008x4096, 4096x11008, 8192x8192, 4096x4096          --shapes=MxK,MxK
-//   N          1, 8, 32, 128, 512, 2048                             --n=1,8
-//   unstructured, fraction of zeros at random positions: 0.5 0.7 0.9 0.95 0.99   --unstructured=0.9 (empty: none)
-//   32 x 32 blocks, fraction of empty blocks (random): 0.75 0.9        --blocked=0.9 (empty: none)
-//   2:4 along K (magnitude pruning of a dense random W)             --sparse24=0|1
-//   dense: structure "dense" holds the dense paths (always) and automatic on the dense W (--dense=0: not)
-//   --paths=name,name (only these; cublas_bf16, the baseline, always runs), --reps=20, --warmup=3,
-//   --budget=0.25 (seconds per measurement, see below), --check=0|1 (rel_err against cuBLAS),
-//   --csr-float-max-n=128, --quick (11008x4096; N 8, 32, 2048; unstructured 0.9; blocks 0.9; 2:4).
-//   SDNN_COMMIT (env): the commit recorded in every line ("unknown" if unset).
-//
-// Paths (exact names):
-//   cublas_bf16      dense W bf16, cublasGemmEx TN, CUBLAS_COMPUTE_32F: the baseline of every speedup;
-//                    measured once per (shape, N) on a dense random W (its time does not depend on
-//                    the zeros) and reused for every structure of that shape
-//   cublas_fp16      the same on fp16 copies; cublas_tf32: float W, X, Y, CUBLAS_COMPUTE_32F_FAST_TF32
-//   tc_dense_mma     ops::tc_linear_plan<policy::tc_dense_mma, bf16>                (once per (shape, N))
-//   tc_tile_offsets  ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16>          (unstructured, blocks)
-//   tc_block32       ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>, 32 x 32 (blocks; unstructured 99 %)
-//   sparse24         ops::sparse24_linear_plan<bf16>                                 (2:4)
-//   cusparselt       vendor::cusparselt_linear<bf16>, a plan per N (with SDNN_HAS_CUSPARSELT; 2:4). Where it
-//                    refuses N, N rounded up to 16 runs and the line says so (n_run, note)
-//   cusparse_csr_bf16  cusparseSpMM, W CSR (bf16 values, int32 indices), CUSPARSE_SPMM_ALG_DEFAULT, compute
-//                    32F: Y^T = W X^T with B = X as K x N column-major (ld K), C = Y as M x N column-major
-//                    (ld M), i.e. our row-major X and Y untouched                    (unstructured, blocks)
-//   cusparse_bsr_bf16  the same with W BSR (32 x 32 row-major blocks), CUSPARSE_SPMM_BSR_ALG1     (blocks)
-//   sdnn_csr_float   ops::csr_spmm_plan<policy::automatic, float, int>: C[M x N] = A B with A = W (float
-//                    CSR, M x K), B = X^T (float, K x N row-major, transposed once per N outside the
-//                    timing) and C = Y^T (float, M x N row-major): the orientation the op offers; N <= 128
-//   automatic        ops::tc_auto_linear_plan<bf16> (linear/op/tc_auto.cuh; compiled when that header
-//                    exists), no tune(); automatic_tuned: a second plan after tune(exec, {every grid N}),
-//                    called once per W (its seconds: tune_s). Both on every structure, dense included;
-//                    their lines carry the chosen path and the plan's reason; w_bytes is what the chosen
-//                    path stores (from this W's plans where built, else estimated from its structure)
-// A refusal (a cuSPARSE status, a plan that cannot be made) is a JSON line with "error"; the run goes on.
-//
-// Timing: one untimed launch, one flushed timed probe, the rest of the warm-up (3 launches in all),
-// then the median of --reps launches, each between two CUDA events after an L2 flush (a memset of
-// twice the L2, outside the events). Measurement budget: a launch slower than budget / reps (12.5 ms
-// with the defaults, > 30x cuBLAS everywhere in this grid) gets floor(budget / probe) reps, at least
-// 5, and no further warm-up; its line says "reps" and "reps_reduced". --budget=0: always --reps.
-// Fields: time_us (median), min_us, max_us, reps, speedup_vs_cublas_bf16, w_bytes (W as that path
-// stores it), pct_hbm ((w_bytes + X + Y) / time / 3.35e12), pct_tc (2 M K N / time / 989e12), rel_err
-// (||Y - Y_ref|| / ||Y_ref||, Y_ref = cuBLAS bf16 on the same W), check (ok / FAIL above 2e-2).
-// Summary lines: fastest (over the paths computing the bf16 layer: cuBLAS bf16, the sdnn tensor-core
-// plans, cuSPARSELt, cuSPARSE; the shape's dense paths count at every structure), fastest_any (fp16,
-// tf32 and float too), best_sdnn (tc_*, sparse24, sdnn_csr_float), and automatic[_tuned]_vs_fastest.
-// Weights are built once per (shape, structure), reused across N and freed before the next one.
+// (bf16 in, float accumulation, bf16 out, no epilogue): every sdnn path, every vendor baseline and
+// the automatic plan in one process, over 4 shapes x N 1..2048 x dense / unstructured / 32 x 32
+// blocks / 2:4, L2 flushed, median of CUDA-event timings. One JSON line per (point, path) and a
+// "summary" line per point (family "linear16"); benchmarks/plot_linear16.py draws the heat maps.
+// The options, the paths, the timing and the fields are described above `struct options`.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
@@ -121,6 +71,57 @@ char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_
                               "cusparse_csr_bf16", "cusparse_bsr_bf16", "sdnn_csr_float", "automatic",
                               "automatic_tuned"};
 
+// Options, paths, timing and output of bench_linear16.
+//
+// Grid (defaults; each list can be overridden):
+//   W shapes   11008x4096, 4096x11008, 8192x8192, 4096x4096          --shapes=MxK,MxK
+//   N          1, 8, 32, 128, 512, 2048                             --n=1,8
+//   unstructured, fraction of zeros at random positions: 0.5 0.7 0.9 0.95 0.99   --unstructured=0.9 (empty: none)
+//   32 x 32 blocks, fraction of empty blocks (random): 0.75 0.9        --blocked=0.9 (empty: none)
+//   2:4 along K (magnitude pruning of a dense random W)             --sparse24=0|1
+//   dense: structure "dense" holds the dense paths (always) and automatic on the dense W (--dense=0: not)
+//   --paths=name,name (only these; cublas_bf16, the baseline, always runs), --reps=20, --warmup=3,
+//   --budget=0.25 (seconds per measurement, see below), --check=0|1 (rel_err against cuBLAS),
+//   --csr-float-max-n=128, --quick (11008x4096; N 8, 32, 2048; unstructured 0.9; blocks 0.9; 2:4).
+//   SDNN_COMMIT (env): the commit recorded in every line ("unknown" if unset).
+//
+// Paths (exact names):
+//   cublas_bf16      dense W bf16, cublasGemmEx TN, CUBLAS_COMPUTE_32F: the baseline of every speedup;
+//                    measured once per (shape, N) on a dense random W (its time does not depend on
+//                    the zeros) and reused for every structure of that shape
+//   cublas_fp16      the same on fp16 copies; cublas_tf32: float W, X, Y, CUBLAS_COMPUTE_32F_FAST_TF32
+//   tc_dense_mma     ops::tc_linear_plan<policy::tc_dense_mma, bf16>                (once per (shape, N))
+//   tc_tile_offsets  ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16>          (unstructured, blocks)
+//   tc_block32       ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>, 32 x 32 (blocks; unstructured 99 %)
+//   sparse24         ops::sparse24_linear_plan<bf16>                                 (2:4)
+//   cusparselt       vendor::cusparselt_linear<bf16>, a plan per N (with SDNN_HAS_CUSPARSELT; 2:4). Where it
+//                    refuses N, N rounded up to 16 runs and the line says so (n_run, note)
+//   cusparse_csr_bf16  cusparseSpMM, W CSR (bf16 values, int32 indices), CUSPARSE_SPMM_ALG_DEFAULT, compute
+//                    32F: Y^T = W X^T with B = X as K x N column-major (ld K), C = Y as M x N column-major
+//                    (ld M), i.e. our row-major X and Y untouched                    (unstructured, blocks)
+//   cusparse_bsr_bf16  the same with W BSR (32 x 32 row-major blocks), CUSPARSE_SPMM_BSR_ALG1     (blocks)
+//   sdnn_csr_float   ops::csr_spmm_plan<policy::automatic, float, int>: C[M x N] = A B with A = W (float
+//                    CSR, M x K), B = X^T (float, K x N row-major, transposed once per N outside the
+//                    timing) and C = Y^T (float, M x N row-major): the orientation the op offers; N <= 128
+//   automatic        ops::tc_auto_linear_plan<bf16> (linear/op/tc_auto.cuh; compiled when that header
+//                    exists), no tune(); automatic_tuned: a second plan after tune(exec, {every grid N}),
+//                    called once per W (its seconds: tune_s). Both on every structure, dense included;
+//                    their lines carry the chosen path and the plan's reason; w_bytes is what the chosen
+//                    path stores (from this W's plans where built, else estimated from its structure)
+// A refusal (a cuSPARSE status, a plan that cannot be made) is a JSON line with "error"; the run goes on.
+//
+// Timing: one untimed launch, one flushed timed probe, the rest of the warm-up (3 launches in all),
+// then the median of --reps launches, each between two CUDA events after an L2 flush (a memset of
+// twice the L2, outside the events). Measurement budget: a launch slower than budget / reps (12.5 ms
+// with the defaults, > 30x cuBLAS everywhere in this grid) gets floor(budget / probe) reps, at least
+// 5, and no further warm-up; its line says "reps" and "reps_reduced". --budget=0: always --reps.
+// Fields: time_us (median), min_us, max_us, reps, speedup_vs_cublas_bf16, w_bytes (W as that path
+// stores it), pct_hbm ((w_bytes + X + Y) / time / 3.35e12), pct_tc (2 M K N / time / 989e12), rel_err
+// (||Y - Y_ref|| / ||Y_ref||, Y_ref = cuBLAS bf16 on the same W), check (ok / FAIL above 2e-2).
+// Summary lines: fastest (over the paths computing the bf16 layer: cuBLAS bf16, the sdnn tensor-core
+// plans, cuSPARSELt, cuSPARSE; the shape's dense paths count at every structure), fastest_any (fp16,
+// tf32 and float too), best_sdnn (tc_*, sparse24, sdnn_csr_float), and automatic[_tuned]_vs_fastest.
+// Weights are built once per (shape, structure), reused across N and freed before the next one.
 struct options {
   std::vector<shape> shapes{{11008, 4096}, {4096, 11008}, {8192, 8192}, {4096, 4096}};
   std::vector<std::int64_t> ns{1, 8, 32, 128, 512, 2048};
