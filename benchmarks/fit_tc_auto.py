@@ -2,10 +2,14 @@
 """Fits the cost model of the automatic 16-bit linear layer (linear/policy/tc_auto.hpp) to a
 bench_linear16 run, and checks a model against it.
 
-  fit_tc_auto.py RUN.jsonl             prints the rates per path and anchor N as the C++ table
-  fit_tc_auto.py RUN.jsonl --check     replays the model of the table printed (or --rates FILE)
-                                       on every grid point: the modelled choice, its measured
-                                       time over the fastest path's, and the worst points
+  fit_tc_auto.py RUN.jsonl             prints the launch and rate per path and anchor N as the
+                                       C++ table of linear/policy/tc_auto.hpp
+  fit_tc_auto.py RUN.jsonl --check     also replays the fitted model on every grid point: the
+                                       modelled choice, its measured time over the fastest
+                                       path's, and the worst points
+  fit_tc_auto.py RUN.jsonl --header H  checks that the table in header H is this fit (each number
+                                       within 0.1 %): exit 1 if not (CTest host.tc_auto_table)
+  fit_tc_auto.py --self-test           fits synthetic points made from known rates (CTest)
 
 The model: t(N) = launch(N) + units * rate(N), both piecewise linear in N between the anchors
 1, 8, 32, 128, 512, 2048. units: cublas_dense and sparse24 M*K/1e6, tc_block32 occupied 32x32
@@ -14,14 +18,13 @@ nonzeros/1e6. launch and rate at an anchor: least squares on relative error over
 at that N (every shape and structure the path ran).
 """
 import json
-import statistics
+import re
 import sys
 
 ANCHORS = [1, 8, 32, 128, 512, 2048]
 PATHS = ["cublas_dense", "tc_block32", "tc_tile_offsets", "sparse24", "cusparse_csr"]
 BENCH_NAME = {"cublas_bf16": "cublas_dense", "tc_block32": "tc_block32", "tc_tile_offsets": "tc_tile_offsets",
               "sparse24": "sparse24", "cusparse_csr_bf16": "cusparse_csr"}
-LAUNCH = {"cublas_dense": 4.0, "tc_block32": 3.0, "tc_tile_offsets": 3.0, "sparse24": 3.0, "cusparse_csr": 16.0}
 # Paths that compute the same bf16 layer (the "fastest" of a point); the float and fp16/tf32
 # baselines and the automatic plans themselves are reported beside it, not in it.
 SAME_LAYER = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_block32", "sparse24", "cusparselt",
@@ -144,7 +147,58 @@ def check(pts, rates):
         print(f"  {ratio:.3f}  {key}  chose {choice}, fastest {fp}")
 
 
+def header_table(fn):
+    """The {launch}, {rate} rows of tc_auto_tuning_sm90 in the header, by path (the trailing comment)."""
+    text = open(fn).read()
+    text = text[text.index("tc_auto_tuning_sm90{"):]
+    rows = {}
+    for m in re.finditer(r"\{\{([^{}]*)\},\s*\{([^{}]*)\}\},\s*//\s*(\w+)", text):
+        launch = [float(v) for v in m.group(1).split(",")]
+        rate = [float(v) for v in m.group(2).split(",")]
+        rows[m.group(3)] = list(zip(launch, rate))
+        if len(rows) == len(PATHS):
+            break
+    return rows
+
+
+def same_table(fitted, table):
+    bad = []
+    for path in PATHS:
+        got = table.get(path)
+        if got is None or len(got) != len(ANCHORS):
+            bad.append(f"{path}: not in the header's table")
+            continue
+        for a, (fl, fr), (hl, hr) in zip(ANCHORS, fitted[path], got):
+            for what, f, h in (("launch", fl, hl), ("rate", fr, hr)):
+                if abs(f - h) > 1e-3 * max(abs(f), 1e-9) + 1e-9:
+                    bad.append(f"{path} N={a} {what}: fit {f:.4g}, header {h:.4g}")
+    return bad
+
+
+def self_test():
+    """Points made from known launch/rate tables on three shapes; the fit must recover them."""
+    truth = {p: [(5.0 + i + j, 0.5 * (j + 1) * (i + 1)) for j in range(len(ANCHORS))] for i, p in enumerate(PATHS)}
+    rows = []
+    for m, k in ((4096, 4096), (8192, 8192), (11008, 4096)):
+        for sp, tiles, blocks in ((0.9, 1.0, 1.0), (0.99, 0.9, 0.2)):
+            info = {"m": m, "k": k, "nnz": int(m * k * (1 - sp)), "tiles64": int(m * k / 4096 * tiles),
+                    "blocks32": int(m * k / 1024 * blocks)}
+            for n in ANCHORS:
+                for bench, path in BENCH_NAME.items():
+                    l, r = truth[path][ANCHORS.index(n)]
+                    rows.append(dict(info, family="linear16", shape=f"{m}x{k}", structure="s", sparsity=sp, n=n,
+                                     path=bench, time_us=l + units(path, info) * r))
+    fitted = fit(points(rows))
+    bad = same_table(fitted, {p: truth[p] for p in PATHS})
+    for line in bad:
+        print("self-test:", line)
+    print("self-test:", "ok" if not bad else "FAILED")
+    return 1 if bad else 0
+
+
 def main():
+    if "--self-test" in sys.argv:
+        return self_test()
     rows = load(sys.argv[1])
     pts = points(rows)
     rates = fit(pts)
@@ -155,7 +209,14 @@ def main():
         print(f"        {{{{{launch}}}, {{{rate}}}}},  // {path}")
     if "--check" in sys.argv:
         check(pts, rates)
+    if "--header" in sys.argv:
+        bad = same_table(rates, header_table(sys.argv[sys.argv.index("--header") + 1]))
+        for line in bad:
+            print("header:", line)
+        print("header table:", "the fit of this run" if not bad else "DIFFERS from the fit of this run")
+        return 1 if bad else 0
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

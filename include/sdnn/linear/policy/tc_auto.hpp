@@ -86,13 +86,16 @@ struct tc_auto_tuning {
 };
 
 // sm_90: NVIDIA H100 80GB HBM3, CUDA 13.0, 2026-11-25: benchmarks/fit_tc_auto.py on the full
-// bench_linear16 grid (4 shapes x 6 N x 9 structures, L2 flushed; linear16_NVIDIA-H100_2026-11-25.jsonl).
-// In that sample the modelled choice was within 5 % of the fastest measured path at 214 of 216
-// points (worst 1.13x, 4096 x 4096 at 99 % and N = 8, a shape that fits in L2).
+// bench_linear16 grid (4 shapes x 6 N x 9 structures, L2 flushed;
+// benchmarks/results/linear16_fit_NVIDIA-H100_2026-11-25.jsonl; CTest host.tc_auto_table checks
+// that the rows below are that fit). In that sample the modelled choice was within 5 % of the
+// fastest measured path at 214 of 216 points; on a second run of the grid, at 215 of 216
+// (linear16_NVIDIA-H100_2026-11-25.md; worst 1.12x, 4096 x 4096 at 99 % and N = 8, a shape that
+// fits in L2).
 inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
     {9, 0},
     "NVIDIA H100 80GB HBM3 (2026-11-25)",
-    "bench_linear16 grid, linear16_NVIDIA-H100_2026-11-25.jsonl",
+    "bench_linear16 grid, linear16_fit_NVIDIA-H100_2026-11-25.jsonl",
     {{
         // N:        1        8        32       128      512      2048
         {{9.202, 8.659, 8.181, 8.459, 11.08, 5.62}, {0.7816, 0.7986, 0.8088, 0.8263, 1.229, 5.007}},  // cublas_dense
