@@ -120,13 +120,13 @@ void cublas_linear16(cublasHandle_t h, dense_view<T const> x, dense_view<T const
   SDNN_EXPECTS_DIMS(x.cols == w.cols && y.rows == x.rows && y.cols == w.rows, "cublas_linear16: X ", x.rows, " x ",
                     x.cols, ", W ", w.rows, " x ", w.cols, ", Y ", y.rows, " x ", y.cols);
   if (y.rows == 0 || y.cols == 0) return;
-  if (x.cols == 0) {
-    SDNN_CUDA_CHECK(cudaMemset2DAsync(y.data, sizeof(Out) * std::size_t(y.ld), 0, sizeof(Out) * std::size_t(y.cols),
+  std::int64_t const ldx = x.rows > 1 ? x.ld : x.cols, ldy = y.rows > 1 ? y.ld : y.cols;  // one row: ld unused
+  if (x.cols == 0) {  // no K: Y = 0
+    SDNN_CUDA_CHECK(cudaMemset2DAsync(y.data, sizeof(Out) * std::size_t(ldy), 0, sizeof(Out) * std::size_t(y.cols),
                                       std::size_t(y.rows), stream));
     return;
   }
   constexpr std::int64_t imax = std::numeric_limits<int>::max();
-  std::int64_t const ldx = x.rows > 1 ? x.ld : x.cols, ldy = y.rows > 1 ? y.ld : y.cols;
   SDNN_EXPECTS(y.rows <= imax && y.cols <= imax && x.cols <= imax && ldx <= imax && ldy <= imax && w.ld <= imax,
                "cublas_linear16: cuBLAS takes int sizes; X ", x.rows, " x ", x.cols, ", W ", w.rows, " x ", w.cols,
                " exceed ", imax);
