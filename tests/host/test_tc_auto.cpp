@@ -1,6 +1,7 @@
 // The automatic 16-bit linear layer's host part: the structure analysis of W (nonzeros,
 // occupied tiles and blocks, 2:4-ness at tails), the candidate rules and the cost model's
-// choices on the benchmark's shapes, the host reference, and the tc_linear layer on the host.
+// choices on the benchmark's shapes, the host reference, the tc_linear layer on the host, and
+// tune()'s results saved and loaded.
 #include "sdnn_catch.hpp"
 #include "sdnn_test_util.hpp"
 
@@ -9,6 +10,8 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
+#include <string>
 #include <vector>
 
 using namespace sdnn;
@@ -153,4 +156,42 @@ TEST_CASE("tc_linear layer: host forward is the reference; bias and shape checks
                          layers::tc_linear<fp16> b(dense_matrix<fp16>(4, 6), epilogue_relu<float>(raw));
                        }),
                        "bare pointer"));
+}
+
+TEST_CASE("tc_auto: tune() results saved and loaded as text; malformed input refused whole", "[tc_auto]") {
+  ops::tc_tuning_clear();
+  std::string const text =
+      "sdnn-tc-auto-tuning 1\n"
+      "NVIDIA H100 80GB HBM3\t11008\t4096\t4506922\t11008\t44032\t0\t2\t1\tcusparse_csr\n"
+      "NVIDIA H100 80GB HBM3\t11008\t4096\t4506922\t11008\t44032\t0\t2\t8\ttc_tile_offsets\n"
+      "\n"
+      "NVIDIA H100 80GB HBM3\t4096\t4096\t8388608\t4096\t16384\t1\t4\t2048\tcublas_dense\n";
+  std::istringstream in(text);
+  CHECK(ops::tc_tuning_load(in) == 3);
+  std::ostringstream out;
+  CHECK(ops::tc_tuning_save(out) == 3);
+  // Saved in key order: the 4096 x 4096 entry first; the round trip gives the same entries.
+  std::string const saved = out.str();
+  CHECK(saved.rfind("sdnn-tc-auto-tuning 1\nNVIDIA H100 80GB HBM3\t4096\t4096\t", 0) == 0);
+  ops::tc_tuning_clear();
+  std::istringstream again(saved);
+  CHECK(ops::tc_tuning_load(again) == 3);
+  std::ostringstream out2;
+  ops::tc_tuning_save(out2);
+  CHECK(out2.str() == saved);
+
+  auto refused = [](std::string const& t) {
+    std::istringstream s(t);
+    return sdnn_test::error_text([&] { ops::tc_tuning_load(s); });
+  };
+  CHECK(sdnn_test::has(refused("sdnn-tc-auto-tuning 2\n"), "first line"));
+  CHECK(sdnn_test::has(refused("sdnn-tc-auto-tuning 1\nGPU\t1\t2\t3\t4\t5\t0\t2\t8\tno_such_path\n"),
+                       "line 2: unknown path 'no_such_path'"));
+  CHECK(sdnn_test::has(refused("sdnn-tc-auto-tuning 1\nGPU\t1\t2\t3\t4\t5\t0\t2\t8\tsparse24\nGPU\t1\t2\t3\n"),
+                       "line 3 is not"));
+  CHECK(sdnn_test::has(refused("sdnn-tc-auto-tuning 1\nGPU\t1\t2\t3\t4\t5\t0\t3\t8\tsparse24\n"), "line 2 is not"));
+  // Nothing of a refused input was kept.
+  std::ostringstream out3;
+  CHECK(ops::tc_tuning_save(out3) == 3);
+  ops::tc_tuning_clear();
 }

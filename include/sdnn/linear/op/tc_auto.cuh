@@ -42,26 +42,6 @@
 namespace sdnn::ops {
 
 namespace detail {
-// The measured winners of tune(), per (GPU, structure, N), for the whole process.
-struct tc_tuned_key {
-  std::string gpu;
-  std::int64_t m, k, nnz, tiles64, blocks32;
-  bool is_24;
-  int out_bytes;
-  std::int64_t n;
-  bool operator<(tc_tuned_key const& o) const {
-    return std::tie(gpu, m, k, nnz, tiles64, blocks32, is_24, out_bytes, n) <
-           std::tie(o.gpu, o.m, o.k, o.nnz, o.tiles64, o.blocks32, o.is_24, o.out_bytes, o.n);
-  }
-};
-struct tc_tuned_cache {
-  std::mutex mu;
-  std::map<tc_tuned_key, policy::tc_path> paths;
-  static tc_tuned_cache& get() {
-    static tc_tuned_cache c;
-    return c;
-  }
-};
 // A cuSPARSE sparse-matrix descriptor, destroyed with its owner.
 struct cusparse_spmat {
   cusparseSpMatDescr_t d = nullptr;

@@ -7,6 +7,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <istream>
+#include <map>
+#include <mutex>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "sdnn/core/epilogue.hpp"
@@ -72,6 +79,81 @@ policy::weight_structure analyze_weights(dense_view<T const> w) {
   for (auto t : tiles) s.tiles64 += t;
   s.is_24 = is24;
   return s;
+}
+
+namespace detail {
+// The measured winners of tune(), per (GPU, structure, output size, N), for the whole process.
+struct tc_tuned_key {
+  std::string gpu;
+  std::int64_t m, k, nnz, tiles64, blocks32;
+  bool is_24;
+  int out_bytes;
+  std::int64_t n;
+  bool operator<(tc_tuned_key const& o) const {
+    return std::tie(gpu, m, k, nnz, tiles64, blocks32, is_24, out_bytes, n) <
+           std::tie(o.gpu, o.m, o.k, o.nnz, o.tiles64, o.blocks32, o.is_24, o.out_bytes, o.n);
+  }
+};
+struct tc_tuned_cache {
+  std::mutex mu;
+  std::map<tc_tuned_key, policy::tc_path> paths;
+  static tc_tuned_cache& get() {
+    static tc_tuned_cache c;
+    return c;
+  }
+};
+}  // namespace detail
+
+// The process's tune() results as text, to keep them across runs (tune once, load at start-up:
+// plans made after the load use them for the GPU and structure they were measured on). One line
+// "sdnn-tc-auto-tuning 1", then one entry per line, tab-separated: GPU name, M, K, nonzeros,
+// occupied 64x64 tiles, occupied 32x32 blocks, 2:4 (0/1), output bytes, N, path name.
+inline std::size_t tc_tuning_save(std::ostream& out) {
+  auto& c = detail::tc_tuned_cache::get();
+  std::lock_guard<std::mutex> lock(c.mu);
+  out << "sdnn-tc-auto-tuning 1\n";
+  for (auto const& [k, p] : c.paths)
+    out << k.gpu << '\t' << k.m << '\t' << k.k << '\t' << k.nnz << '\t' << k.tiles64 << '\t' << k.blocks32 << '\t'
+        << int(k.is_24) << '\t' << k.out_bytes << '\t' << k.n << '\t' << policy::tc_path_name(p) << '\n';
+  return c.paths.size();
+}
+// Reads what tc_tuning_save wrote into the process's cache (an entry already there is replaced)
+// and returns the entries read. A malformed line is refused with its number and nothing of the
+// input is kept.
+inline std::size_t tc_tuning_load(std::istream& in) {
+  std::string line;
+  SDNN_EXPECTS(std::getline(in, line) && line == "sdnn-tc-auto-tuning 1",
+               "tc_tuning_load: the first line must be 'sdnn-tc-auto-tuning 1', got '", line, "'");
+  std::vector<std::pair<detail::tc_tuned_key, policy::tc_path>> read;
+  for (std::size_t no = 2; std::getline(in, line); ++no) {
+    if (line.empty()) continue;
+    std::istringstream f(line);
+    detail::tc_tuned_key k;
+    std::string path;
+    int is24 = -1;
+    bool const ok = std::getline(f, k.gpu, '\t') && (f >> k.m >> k.k >> k.nnz >> k.tiles64 >> k.blocks32 >> is24 >>
+                                                        k.out_bytes >> k.n >> path) &&
+                    (f >> std::ws).eof();
+    SDNN_EXPECTS(ok && !k.gpu.empty() && (is24 == 0 || is24 == 1) && k.m >= 0 && k.k >= 0 && k.n >= 1 &&
+                     (k.out_bytes == 2 || k.out_bytes == 4),
+                 "tc_tuning_load: line ", no, " is not 'GPU<TAB>M K nnz tiles64 blocks32 2:4 out_bytes N path': '",
+                 line, "'");
+    k.is_24 = is24 == 1;
+    int p = 0;
+    while (p < policy::tc_path_count && path != policy::tc_path_name(policy::tc_path(p))) ++p;
+    SDNN_EXPECTS(p < policy::tc_path_count, "tc_tuning_load: line ", no, ": unknown path '", path, "'");
+    read.emplace_back(k, policy::tc_path(p));
+  }
+  auto& c = detail::tc_tuned_cache::get();
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (auto const& [k, p] : read) c.paths[k] = p;
+  return read.size();
+}
+// Empties the process's cache (plans already made keep what they read).
+inline void tc_tuning_clear() {
+  auto& c = detail::tc_tuned_cache::get();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.paths.clear();
 }
 
 // Host executor: the reference (float accumulation over the stored values, one rounding to Out).
