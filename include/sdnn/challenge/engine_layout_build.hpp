@@ -290,6 +290,20 @@ challenge_engine_layout build_challenge_engine_layout(std::int32_t L, Prepare&& 
     }
     ds.term_base = static_cast<std::int64_t>(uni ? uniform.size() : out.compact ? compact.size() : wide.size());
     std::size_t const base = static_cast<std::size_t>(ds.term_base);
+    // The compact and wide layouts: term p of class u's row at slice offset + 32 p + u % 32, from
+    // the input (layer 0) or the previous layer's class k and the weight, in row order.
+    auto place_terms = [&](auto& terms, auto term_of) {
+      for (std::int32_t u = 0; u < d; ++u) {
+        std::int32_t const j = reps[u];
+        std::size_t const at =
+            base + static_cast<std::size_t>(slices[static_cast<std::size_t>(ds.slice_base + u / 32)].offset) +
+            static_cast<std::size_t>(u % 32);
+        for (std::int32_t p = wt.row_ptr()[j]; p < wt.row_ptr()[j + 1]; ++p) {
+          std::int32_t const k = l == 0 ? wt.col_idx()[p] : prev_class[wt.col_idx()[p]];
+          terms[at + 32 * static_cast<std::size_t>(p - wt.row_ptr()[j])] = term_of(k, wt.values()[p]);
+        }
+      }
+    };
     if (uni) {
       // 16-bit inputs in groups of 4 (challenge_engine_uniform_at); the layer's slices are full
       // (common_len terms of 32 classes, the last slice's missing classes padded with input 0),
@@ -321,17 +335,7 @@ challenge_engine_layout build_challenge_engine_layout(std::int32_t L, Prepare&& 
         return i;
       };
       detail::engine_append_layer_terms(compact, layer_terms, l, L, challenge_engine_compact_empty << 16);
-      for (std::int32_t u = 0; u < d; ++u) {
-        std::int32_t const j = reps[u];
-        std::size_t const at =
-            base + static_cast<std::size_t>(slices[static_cast<std::size_t>(ds.slice_base + u / 32)].offset) +
-            static_cast<std::size_t>(u % 32);
-        for (std::int32_t p = wt.row_ptr()[j]; p < wt.row_ptr()[j + 1]; ++p) {
-          std::int32_t const k = l == 0 ? wt.col_idx()[p] : prev_class[wt.col_idx()[p]];
-          compact[at + 32 * static_cast<std::size_t>(p - wt.row_ptr()[j])] =
-              static_cast<std::uint32_t>(k) | weight_index(wt.values()[p]) << 16;
-        }
-      }
+      place_terms(compact, [&](std::int32_t k, float w) { return static_cast<std::uint32_t>(k) | weight_index(w) << 16; });
       for (std::uint32_t bits : table) {
         float w;
         std::memcpy(&w, &bits, 4);
@@ -343,16 +347,7 @@ challenge_engine_layout build_challenge_engine_layout(std::int32_t L, Prepare&& 
       }
     } else {
       detail::engine_append_layer_terms(wide, layer_terms, l, L, challenge_engine_term{-1, 0.f});
-      for (std::int32_t u = 0; u < d; ++u) {
-        std::int32_t const j = reps[u];
-        std::size_t const at =
-            base + static_cast<std::size_t>(slices[static_cast<std::size_t>(ds.slice_base + u / 32)].offset) +
-            static_cast<std::size_t>(u % 32);
-        for (std::int32_t p = wt.row_ptr()[j]; p < wt.row_ptr()[j + 1]; ++p) {
-          std::int32_t const k = l == 0 ? wt.col_idx()[p] : prev_class[wt.col_idx()[p]];
-          wide[at + 32 * static_cast<std::size_t>(p - wt.row_ptr()[j])] = {k, wt.values()[p]};
-        }
-      }
+      place_terms(wide, [](std::int32_t k, float w) { return challenge_engine_term{k, w}; });
     }
     prev_class = cur_class;
   }
