@@ -9,6 +9,7 @@
 #include "sdnn/core/config.hpp"
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/memory.hpp"
+#include "sdnn/core/numeric.hpp"
 
 namespace sdnn {
 
@@ -28,11 +29,12 @@ struct dense_view {
 };
 
 namespace detail {
-// True when v is not zero (-0 counts as zero). Works for __half (through float) when the
-// caller has included cuda_fp16.h; usable in device code.
+// True when v is not zero (-0 counts as zero, NaN does not). Works for __half (through float)
+// when the caller has included cuda_fp16.h; sdnn::bf16 / fp16 by their bits; usable in device code.
 template <class T>
 SDNN_HOST_DEVICE inline bool is_nonzero(T const& v) {
   if constexpr (std::is_arithmetic_v<T>) return v != T(0);
+  else if constexpr (is_16bit_float_v<T>) return (v.bits & 0x7fffu) != 0;  // no conversion: same answer
   else return static_cast<float>(v) != 0.0f;
 }
 

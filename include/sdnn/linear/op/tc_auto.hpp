@@ -53,7 +53,6 @@ policy::weight_structure analyze_weights(dense_view<T const> w) {
   s.blocks32_total = br * bc;
   std::vector<unsigned char> blocks(static_cast<std::size_t>(bc)), tiles(static_cast<std::size_t>(tc));
   bool is24 = true;
-  auto nz = [](T v) { return (v.bits & 0x7fffu) != 0; };  // +-0 are the zeros
   for (std::int64_t i = 0; i < w.rows; ++i) {
     if (i % 32 == 0) {
       for (auto b : blocks) s.blocks32 += b;
@@ -67,7 +66,7 @@ policy::weight_structure analyze_weights(dense_view<T const> w) {
     int in_group = 0;
     for (std::int64_t j = 0; j < w.cols; ++j) {
       if (j % 4 == 0) in_group = 0;
-      if (nz(row[j])) {
+      if (::sdnn::detail::is_nonzero(row[j])) {  // +-0 are the zeros, NaN is not
         ++s.nnz;
         blocks[std::size_t(j / 32)] = 1;
         tiles[std::size_t(j / 64)] = 1;
