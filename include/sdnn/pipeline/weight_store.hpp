@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sdnn/core/error.hpp"
+#include "sdnn/core/types.hpp"
 #include "sdnn/core/weight_placement.hpp"
 
 namespace sdnn::pipeline {
@@ -33,6 +34,27 @@ inline std::uint64_t csr_layer_bytes(std::int64_t rows, std::int64_t nnz, std::s
                                      std::size_t bias_bytes = 4, std::int64_t bias_n = 0) {
   return static_cast<std::uint64_t>(rows + 1) * 4 + static_cast<std::uint64_t>(nnz) * (4 + value_bytes) +
          static_cast<std::uint64_t>(bias_n) * bias_bytes;
+}
+
+// The same estimate for value type T: sizeof(T) bytes per value (2 for sdnn::bf16 and
+// sdnn::fp16, half of float's) and a bias of accumulator_t<T> values (float for the 16-bit types).
+template <class T>
+std::uint64_t csr_layer_bytes_of(std::int64_t rows, std::int64_t nnz, std::int64_t bias_n = 0) {
+  return csr_layer_bytes(rows, nnz, sizeof(T), sizeof(accumulator_t<T>), bias_n);
+}
+
+// What weight_store<Policy, T> packs for one layer streamed as W^T in CSR (csc_gather, or
+// csc_tiled whose tiles were refused): the bias (n accumulator values, when there is one), the
+// n + 1 offsets, the nnz indices and the nnz values, each part starting at a multiple of 256
+// bytes; at least 256 bytes.
+template <class T>
+std::uint64_t streamed_csr_layer_bytes(std::int64_t n, std::int64_t nnz, bool has_bias) {
+  auto const align = [](std::uint64_t x) { return (x + 255) & ~std::uint64_t{255}; };
+  std::uint64_t at = has_bias ? align(static_cast<std::uint64_t>(n) * sizeof(accumulator_t<T>)) : 0;
+  at = align(at + static_cast<std::uint64_t>(n + 1) * sizeof(std::int32_t));
+  at = align(at + static_cast<std::uint64_t>(nnz) * sizeof(std::int32_t));
+  at = align(at + static_cast<std::uint64_t>(nnz) * sizeof(T));
+  return std::max<std::uint64_t>(at, 256);
 }
 
 // The depth of the ring when the caller does not ask for one: 3 (one upload in flight beside

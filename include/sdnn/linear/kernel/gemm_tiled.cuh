@@ -1,7 +1,7 @@
 // sdnn/linear/kernel/gemm_tiled.cuh - tiled shared-memory dense GEMM with a fused epilogue,
 // and its launcher.
 //
-//   C[M x N] = epi(A[M x K] * B[K x N]), row-major views, T = float or __half (float
+//   C[M x N] = epi(A[M x K] * B[K x N]), row-major views, T = float or a 16-bit type (float
 //   accumulation), optionally over a subset of A's rows (empty-row skipping).
 //
 // Also the 16-byte load/store helpers the sparse kernels share. Tiling:
@@ -16,6 +16,7 @@
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/epilogue.hpp"
+#include "sdnn/core/numeric.cuh"
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/dense.hpp"
 
@@ -27,7 +28,8 @@ namespace detail {
 template <class T>
 inline constexpr int vec_width = 16 / static_cast<int>(sizeof(T));
 
-// Loads V consecutive elements (16 bytes, aligned) and widens them to float.
+// Loads V consecutive elements (16 bytes, aligned) and widens them to float. T: float, or a
+// 16-bit type (__half, sdnn::fp16, __nv_bfloat16, sdnn::bf16; core/numeric.cuh).
 template <class T, int V>
 __device__ SDNN_FORCEINLINE void load_vec16(T const* p, float (&out)[V]) {
   static_assert(V * sizeof(T) == 16, "load_vec16: 16-byte vectors only");
@@ -39,24 +41,21 @@ __device__ SDNN_FORCEINLINE void load_vec16(T const* p, float (&out)[V]) {
     unsigned const w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      __half2 h;
-      *reinterpret_cast<unsigned*>(&h) = w[i];
-      float2 const f = __half22float2(h);
+      float2 const f = unpack2_float<T>(w[i]);
       out[2 * i] = f.x, out[2 * i + 1] = f.y;
     }
   }
 }
 
-// Stores 4 floats as 4 consecutive T (16 bytes for float, 8 for __half), aligned.
+// Stores 4 floats as 4 consecutive T (16 bytes for float, 8 for a 16-bit T), aligned.
 template <class T>
 __device__ SDNN_FORCEINLINE void store_vec4(T* p, float const (&v)[4]) {
   if constexpr (std::is_same_v<T, float>) {
     *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
   } else {
-    __half2 const lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
     uint2 u;
-    u.x = *reinterpret_cast<unsigned const*>(&lo);
-    u.y = *reinterpret_cast<unsigned const*>(&hi);
+    u.x = pack2_float<T>(v[0], v[1]);
+    u.y = pack2_float<T>(v[2], v[3]);
     *reinterpret_cast<uint2*>(p) = u;
   }
 }

@@ -1,7 +1,7 @@
 // sdnn/linear/kernel/spmm_csr.cuh - sparse x dense products with a CSR left operand and their
 // launchers:
 //
-//   C[M x N] = epi(A_csr[M x K] * B[K x N]), B and C row-major, T = float or __half
+//   C[M x N] = epi(A_csr[M x K] * B[K x N]), B and C row-major, T = float or a 16-bit type
 //   (float accumulation).
 //
 // Row-split, staged-B and nnz-balanced kernels, and the nnz-split machinery the COO kernel
@@ -20,6 +20,7 @@
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/epilogue.hpp"
+#include "sdnn/core/numeric.cuh"
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/csr.hpp"
 #include "sdnn/formats/dense.hpp"
@@ -44,10 +45,7 @@ __device__ SDNN_FORCEINLINE void store_slab_vector(T* crow, std::int64_t col, st
       uint4 u;
       unsigned* w = reinterpret_cast<unsigned*>(&u);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        __half2 const h = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
-        w[i] = *reinterpret_cast<unsigned const*>(&h);
-      }
+      for (int i = 0; i < 4; ++i) w[i] = pack2_float<T>(v[2 * i], v[2 * i + 1]);
       *reinterpret_cast<uint4*>(crow + col) = u;
     }
   } else {
@@ -446,7 +444,7 @@ __global__ void __launch_bounds__(256)
           } else {
 #pragma unroll
             for (int e = 0; e < V; e += 2) {
-              float2 const f = __half22float2(*reinterpret_cast<__half2 const*>(&bs[kk][lane * V + e]));
+              float2 const f = unpack2_float<T>(*reinterpret_cast<unsigned const*>(&bs[kk][lane * V + e]));
               x[e] = f.x, x[e + 1] = f.y;
             }
           }

@@ -1,7 +1,7 @@
 // sdnn/linear/kernel/spmm_csr_panels.cuh - CSR SpMM with A re-ordered into panels at plan time
 // and B staged through shared memory (policy::csr_panels<RowsPerWarp, KChunk>).
 //
-//   C[M x N] = epi(A_csr[M x K] * B[K x N]), B and C row-major, T = float or __half
+//   C[M x N] = epi(A_csr[M x K] * B[K x N]), B and C row-major, T = float or a 16-bit type
 //   (float accumulation).
 //
 // The panel-ordered copy of A (class csr_panels, built on the device at plan time), the
@@ -21,6 +21,7 @@
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/epilogue.hpp"
+#include "sdnn/core/numeric.cuh"
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/csr.hpp"
@@ -81,9 +82,7 @@ __device__ SDNN_FORCEINLINE void shared_vec16(T const* p, float (&x)[V]) {
     unsigned const w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      __half2 h;
-      *reinterpret_cast<unsigned*>(&h) = w[i];
-      float2 const f = __half22float2(h);
+      float2 const f = unpack2_float<T>(w[i]);
       x[2 * i] = f.x, x[2 * i + 1] = f.y;
     }
   }

@@ -13,6 +13,7 @@
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/core/numeric.hpp"
 #include "sdnn/core/plan.cuh"
 #include "sdnn/formats/convert.cuh"
 #include "sdnn/formats/convert.hpp"
@@ -64,6 +65,9 @@ class dense_sparse_plan {
                 "cusparse_spmm, or skip_empty_rows of one of these)");
   static_assert(!(skip && vendor) || std::is_same_v<inner, policy::cusparse_spmm<>>,
                 "dense_sparse_plan: skip_empty_rows wraps only cusparse_spmm<> (the filter-rows baseline)");
+  static_assert(!(vendor && is_16bit_float_v<T>),
+                "dense_sparse_plan: the cuSPARSE baselines take float, double or __half values, not sdnn::bf16 / "
+                "sdnn::fp16; use csc_gather, csc_tiled or skip_empty_rows of one of them");
 
  public:
   using value_type = T;

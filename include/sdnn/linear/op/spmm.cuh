@@ -15,6 +15,7 @@
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
+#include "sdnn/core/numeric.hpp"
 #include "sdnn/core/plan.cuh"
 #include "sdnn/formats/stats.hpp"
 #include "sdnn/formats/convert.hpp"
@@ -253,6 +254,9 @@ class csr_spmm_plan<policy::skip_empty_rows_compact<policy::csr_row_split<U, W, 
 // (workspace_bytes() is 0); runs on different streams share it.
 template <policy::cusparse_alg Alg, class T, class Index>
 class csr_spmm_plan<policy::cusparse_spmm<Alg>, T, Index> {
+  static_assert(!is_16bit_float_v<T>,
+                "csr_spmm_plan<cusparse_spmm>: the cuSPARSE baselines take float, double or __half values, not "
+                "sdnn::bf16 / sdnn::fp16; use one of sdnn's own CSR policies");
  public:
   static plan_status can_implement(csr_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
     return detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(cusparse_spmm)");
@@ -480,6 +484,9 @@ class coo_spmm_plan<policy::coo_nnz_split<E, U>, T, Index> {
 // cuSPARSE baseline (see the CSR one).
 template <policy::cusparse_alg Alg, class T, class Index>
 class coo_spmm_plan<policy::cusparse_spmm<Alg>, T, Index> {
+  static_assert(!is_16bit_float_v<T>,
+                "coo_spmm_plan<cusparse_spmm>: the cuSPARSE baselines take float, double or __half values, not "
+                "sdnn::bf16 / sdnn::fp16; use one of sdnn's own COO (coo_nnz_split) policies");
  public:
   static plan_status can_implement(coo_view<T, Index> a, dense_view<T const> b, dense_view<T> c) {
     return detail::spmm_shape_status(a.rows, a.cols, b, c, "spmm(cusparse_spmm)");
@@ -570,6 +577,9 @@ class tiled_spmm_plan<policy::tiled_dense_spmm, T> {
 // at plan time), and cuSPARSE's buffer (as for CSR).
 template <policy::cusparse_alg Alg, class T>
 class tiled_spmm_plan<policy::cusparse_spmm<Alg>, T> {
+  static_assert(!is_16bit_float_v<T>,
+                "tiled_spmm_plan<cusparse_spmm>: the cuSPARSE baselines take float, double or __half values, not "
+                "sdnn::bf16 / sdnn::fp16; use one of sdnn's own tiled (tiled_dense_spmm) policies");
   static_assert(Alg == policy::cusparse_alg::blocked_ell_alg1 || Alg == policy::cusparse_alg::default_alg,
                 "tiled_spmm_plan: cuSPARSE takes tiled-dense as Blocked-ELL only (blocked_ell_alg1)");
 
