@@ -21,6 +21,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 using namespace sdnn;
@@ -68,7 +69,7 @@ bool is_poison(T v) {  // the 0xFF.. bytes written before every run
 }
 
 // Y from the plan (N x M with leading dimension y_ld), poisoned before the run.
-template <class Plan, class T, class Out>
+template <class Plan, class T, class Out = typename Plan::output_type>
 std::vector<Out> run_plan(Plan const& plan, std::vector<T> const& x, std::int64_t n, std::int64_t k, std::int64_t x_ld,
                           std::int64_t m, std::int64_t y_ld, basic_epilogue<float> epi, cuda_exec ex,
                           std::int64_t x_offset = 0, workspace ws = {}) {
@@ -109,6 +110,39 @@ void require_exact(std::vector<Out> const& got, std::vector<Out> const& ref, std
   }
   REQUIRE(bad == 0);
 }
+
+// Runs plan on X (n x K, packed) into a packed Y, no epilogue, and requires exactly the reference,
+// which it returns.
+template <class Plan, class T, class Out = typename Plan::output_type>
+std::vector<Out> require_plan_exact(Plan const& plan, sparse24_matrix<T> const& w, std::vector<T> const& x,
+                                    std::int64_t n, cuda_exec ex) {
+  std::int64_t const m = w.rows(), k = w.cols();
+  auto got = run_plan(plan, x, n, k, k, m, m, epilogue_none(), ex);
+  auto ref = reference_y<T, Out>(w, x, n, k, m, epilogue_none());
+  require_exact(got, ref, n, m, m);
+  return ref;
+}
+
+// The bias i -> 0.01 (i % 21 - 10) of M outputs.
+std::vector<float> small_bias(std::int64_t m) {
+  std::vector<float> bias(static_cast<std::size_t>(m));
+  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = 0.01f * float(int(i % 21) - 10);
+  return bias;
+}
+// An epilogue `e` with a bias, twice: `device` reads the bias uploaded on ex, `host` (for the
+// reference) the host copy.
+struct bias_epilogue {
+  std::vector<float> bias;
+  buffer<float, device_space> dbias;
+  basic_epilogue<float> device, host;
+  bias_epilogue(std::vector<float> b, basic_epilogue<float> e, cuda_exec ex)
+      : bias(std::move(b)), dbias(sdnn_test::upload(bias, ex)), device(e), host(e) {
+    device.bias = dbias.data();
+    host.bias = bias.data();
+  }
+  bias_epilogue(bias_epilogue const&) = delete;
+  bias_epilogue& operator=(bias_epilogue const&) = delete;
+};
 
 // |got - ref| within the bound; returns the largest error / bound. The kernel adds the same products as
 // the reference (each exact in float: two 16-bit floats give at most 22 significant bits), t = K_pad/2
@@ -166,8 +200,7 @@ void exact_case(std::int64_t m, std::int64_t k, std::int64_t n, unsigned seed, c
   auto x = random_x<T>(n, k, k, seed + 1, true);
   ops::sparse24_linear_plan<T, Out, P> plan(w, ex);
   INFO(plan.describe_run(n));
-  auto got = run_plan<decltype(plan), T, Out>(plan, x, n, k, k, m, m, epilogue_none(), ex);
-  require_exact(got, reference_y<T, Out>(w, x, n, k, m, epilogue_none()), n, m, m);
+  require_plan_exact(plan, w, x, n, ex);
 }
 
 }  // namespace
@@ -198,15 +231,11 @@ TEST_CASE("sparse24 linear: 4000 x 3000 with N = 1, 3, 17 and 65", "[cuda][spars
   INFO(plan.describe());
   for (std::int64_t n : {1, 3, 17, 65}) {
     INFO("N " << n << ": " << plan.describe_run(n));
-    auto x = random_x<bf16>(n, k, k, 22 + unsigned(n), true);
-    auto got = run_plan<decltype(plan), bf16, bf16>(plan, x, n, k, k, m, m, epilogue_none(), ex);
-    require_exact(got, reference_y<bf16, bf16>(w, x, n, k, m, epilogue_none()), n, m, m);
+    require_plan_exact(plan, w, random_x<bf16>(n, k, k, 22 + unsigned(n), true), n, ex);
   }
   auto wf = random_w<fp16>(m, k, 23, true);
   ops::sparse24_linear_plan<fp16, float> pf(wf, ex);
-  auto x = random_x<fp16>(17, k, k, 24, true);
-  auto got = run_plan<decltype(pf), fp16, float>(pf, x, 17, k, k, m, m, epilogue_none(), ex);
-  require_exact(got, reference_y<fp16, float>(wf, x, 17, k, m, epilogue_none()), 17, m, m);
+  require_plan_exact(pf, wf, random_x<fp16>(17, k, k, 24, true), 17, ex);
 }
 
 TEST_CASE("sparse24 linear: random reals within the K-derived bound, with bias, ReLU and cap", "[cuda][sparse24]") {
@@ -225,20 +254,15 @@ TEST_CASE("sparse24 linear: random reals within the K-derived bound, with bias, 
                             << " N " << s.n);
       auto w = random_w<T>(s.m, s.k, 31, false);
       auto x = random_x<T>(s.n, s.k, s.k, 32, false);
-      std::vector<float> bias(static_cast<std::size_t>(s.m));
-      for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = 0.01f * float(int(i % 21) - 10);
-      auto dbias = sdnn_test::upload(bias, ex);
-      basic_epilogue<float> epi;
-      epi.bias = dbias.data();
-      epi.relu = true;
-      epi.has_cap = true;
-      epi.cap = 4.0f;
+      basic_epilogue<float> relu_cap;
+      relu_cap.relu = true;
+      relu_cap.has_cap = true;
+      relu_cap.cap = 4.0f;
+      bias_epilogue const epi(small_bias(s.m), relu_cap, ex);
       ops::sparse24_linear_plan<T, Out> plan(w, ex);
-      auto got = run_plan<decltype(plan), T, Out>(plan, x, s.n, s.k, s.k, s.m, s.m, epi, ex);
-      basic_epilogue<float> hepi = epi;
-      hepi.bias = bias.data();
-      auto ref = reference_y<T, Out>(w, x, s.n, s.k, s.m, hepi);
-      double const worst = require_within_bound(got, ref, w, x, s.n, s.k, s.m, bias);
+      auto got = run_plan(plan, x, s.n, s.k, s.k, s.m, s.m, epi.device, ex);
+      auto ref = reference_y<T, Out>(w, x, s.n, s.k, s.m, epi.host);
+      double const worst = require_within_bound(got, ref, w, x, s.n, s.k, s.m, epi.bias);
       WARN(value_name<T>::s << " M " << s.m << " K " << s.k << " N " << s.n << ": largest error / bound " << worst);
     };
     check(bf16{}, bf16{});
@@ -297,24 +321,17 @@ TEST_CASE("sparse24 linear: wgmma.sp tiles, odd shapes, splits, unaligned X", "[
     auto w = random_w<fp16>(m, k, 159, true);
     ops::sparse24_linear_plan<fp16, fp16, policy::sparse24_tile_w_n64> plan(w, ex);
     auto x2 = random_x<fp16>(n + 1, k + 1, 304, 160, true);
-    auto got = run_plan<decltype(plan), fp16, fp16>(plan, x2, n, k, 304, m, m, epilogue_none(), ex, 1);
+    auto got = run_plan(plan, x2, n, k, 304, m, m, epilogue_none(), ex, 1);
     require_exact(got, reference_y<fp16, fp16>(w, x2, n, 304, m, epilogue_none(), 1), n, m, m);
   }
   {  // random reals, bias, ReLU
     std::int64_t const m = 777, k = 1234, n = 129;
     auto w = random_w<bf16>(m, k, 161, false);
     auto x = random_x<bf16>(n, k, k, 162, false);
-    std::vector<float> bias(static_cast<std::size_t>(m));
-    for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = 0.01f * float(int(i % 21) - 10);
-    auto dbias = sdnn_test::upload(bias, ex);
-    basic_epilogue<float> epi;
-    epi.bias = dbias.data();
-    epi.relu = true;
+    bias_epilogue const epi(small_bias(m), epilogue_relu<float>(), ex);
     ops::sparse24_linear_plan<bf16, float, policy::sparse24_tile_w_m256_n128> plan(w, ex);
-    auto got = run_plan<decltype(plan), bf16, float>(plan, x, n, k, k, m, m, epi, ex);
-    basic_epilogue<float> hepi = epi;
-    hepi.bias = bias.data();
-    require_within_bound(got, reference_y<bf16, float>(w, x, n, k, m, hepi), w, x, n, k, m, bias);
+    auto got = run_plan(plan, x, n, k, k, m, m, epi.device, ex);
+    require_within_bound(got, reference_y<bf16, float>(w, x, n, k, m, epi.host), w, x, n, k, m, epi.bias);
   }
 }
 #endif
@@ -330,9 +347,7 @@ TEST_CASE("sparse24 linear: K splits are exact and bitwise repeatable", "[cuda][
     ops::sparse24_linear_plan<bf16, float> plan(w, ex);
     INFO(plan.describe_run(n));
     REQUIRE(!has(plan.describe_run(n), "splits 1 "));
-    auto x = random_x<bf16>(n, k, k, 52, true);
-    auto y1 = run_plan<decltype(plan), bf16, float>(plan, x, n, k, k, m, m, epilogue_none(), ex);
-    require_exact(y1, reference_y<bf16, float>(w, x, n, k, m, epilogue_none()), n, m, m);
+    require_plan_exact(plan, w, random_x<bf16>(n, k, k, 52, true), n, ex);
   }
   // Random reals: the same bits on every run, split or not.
   for (std::int64_t n : {4, 64, 600}) {
@@ -341,9 +356,9 @@ TEST_CASE("sparse24 linear: K splits are exact and bitwise repeatable", "[cuda][
     auto x = random_x<fp16>(n, k, k, 54, false);
     ops::sparse24_linear_plan<fp16, float> plan(w, ex);
     INFO("N " << n << ": " << plan.describe_run(n));
-    auto y1 = run_plan<decltype(plan), fp16, float>(plan, x, n, k, k, m, m, epilogue_none(), ex);
+    auto y1 = run_plan(plan, x, n, k, k, m, m, epilogue_none(), ex);
     for (int rep = 0; rep < 3; ++rep) {
-      auto y2 = run_plan<decltype(plan), fp16, float>(plan, x, n, k, k, m, m, epilogue_none(), ex);
+      auto y2 = run_plan(plan, x, n, k, k, m, m, epilogue_none(), ex);
       REQUIRE(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)) == 0);
     }
   }
@@ -375,7 +390,7 @@ TEST_CASE("sparse24 linear: whole tiles then split tiles (more tiles than reside
   auto x = random_x<bf16>(n, k, k, 62, true);
   auto check = [&](auto const& plan) {
     INFO(plan.describe_run(n));
-    auto got = run_plan<std::decay_t<decltype(plan)>, bf16, bf16>(plan, x, n, k, k, m, m, epilogue_none(), ex);
+    auto got = run_plan(plan, x, n, k, k, m, m, epilogue_none(), ex);
     for (std::int64_t r0 = 0; r0 < n; r0 += 8) {
       auto ref = reference_y<bf16, bf16>(w, x, 1, k, m, epilogue_none(), r0 * k);
       std::vector<bf16> row(got.begin() + r0 * m, got.begin() + (r0 + 1) * m);
@@ -401,13 +416,11 @@ TEST_CASE("sparse24 linear: all-zero weights and sparse groups", "[cuda][sparse2
   auto x = random_x<bf16>(n, k, k, 71, true);
   std::vector<float> bias(static_cast<std::size_t>(m));
   for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = float(int(i % 7) - 3);
-  auto dbias = sdnn_test::upload(bias, ex);
-  basic_epilogue<float> epi;
-  epi.bias = dbias.data();
+  bias_epilogue const epi(std::move(bias), {}, ex);
   ops::sparse24_linear_plan<bf16, float> pz(zero, ex);
-  auto got = run_plan<decltype(pz), bf16, float>(pz, x, n, k, k, m, m, epi, ex);
+  auto got = run_plan(pz, x, n, k, k, m, m, epi.device, ex);
   for (std::int64_t r = 0; r < n; ++r)
-    for (std::int64_t c = 0; c < m; ++c) REQUIRE(got[static_cast<std::size_t>(r * m + c)] == bias[std::size_t(c)]);
+    for (std::int64_t c = 0; c < m; ++c) REQUIRE(got[static_cast<std::size_t>(r * m + c)] == epi.bias[std::size_t(c)]);
   // Rows with 0 or 1 nonzeros in most groups (stored zeros at the free positions).
   for (double density : {0.1, 0.3}) {
     exact_case<bf16, bf16>(m, k, n, 72, ex, density);
@@ -434,9 +447,7 @@ TEST_CASE("sparse24 linear: largest and smallest normal values", "[cuda][sparse2
     std::vector<T> x(static_cast<std::size_t>(n * k));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = T(i % 3 ? 1.0f : -1.0f);
     ops::sparse24_linear_plan<T, T> plan(w, ex);
-    auto got = run_plan<decltype(plan), T, T>(plan, x, n, k, k, m, m, epilogue_none(), ex);
-    auto ref = reference_y<T, T>(w, x, n, k, m, epilogue_none());
-    require_exact(got, ref, n, m, m);
+    auto const ref = require_plan_exact(plan, w, x, n, ex);
     REQUIRE(std::fabs(as_float(ref[0])) == as_float(T::from_bits(max_bits)));
   };
   run(bf16{}, 0x7F7F, 0x0080);  // 3.39e38, 1.18e-38
@@ -456,7 +467,7 @@ TEST_CASE("sparse24 linear: NaN and Inf in X propagate as in the reference", "[c
   x[static_cast<std::size_t>(7 * k + 5)] = bf16(-inf);
   x[static_cast<std::size_t>(7 * k + 6)] = bf16(inf);
   ops::sparse24_linear_plan<bf16, float> plan(w, ex);
-  auto got = run_plan<decltype(plan), bf16, float>(plan, x, n, k, k, m, m, epilogue_none(), ex);
+  auto got = run_plan(plan, x, n, k, k, m, m, epilogue_none(), ex);
   auto ref = reference_y<bf16, float>(w, x, n, k, m, epilogue_none());
   std::int64_t nans = 0, infs = 0;
   for (auto v : ref) nans += std::isnan(v), infs += std::isinf(v);
@@ -476,11 +487,11 @@ TEST_CASE("sparse24 linear: unaligned X and Y views, caller workspace, another s
   SDNN_CUDA_CHECK(cudaStreamSynchronize(sp.a));
   // X rows of odd length (ld = k = 301): the 2-byte staging path; Y with ld = m + 3.
   auto x = random_x<fp16>(n, k, k, 92, true);
-  auto got = run_plan<decltype(plan), fp16, fp16>(plan, x, n, k, k, m, m + 3, epilogue_none(), other);
+  auto got = run_plan(plan, x, n, k, k, m, m + 3, epilogue_none(), other);
   require_exact(got, reference_y<fp16, fp16>(w, x, n, k, m + 3, epilogue_none()), n, m, m + 3);
   // A 16-byte-aligned ld but a base 2 bytes off.
   auto x2 = random_x<fp16>(n + 1, k + 1, 304, 93, true);  // the view starts one element in
-  auto got2 = run_plan<decltype(plan), fp16, fp16>(plan, x2, n, k, 304, m, m, epilogue_none(), other, 1);
+  auto got2 = run_plan(plan, x2, n, k, 304, m, m, epilogue_none(), other, 1);
   require_exact(got2, reference_y<fp16, fp16>(w, x2, n, 304, m, epilogue_none(), 1), n, m, m);
   // Caller-supplied workspace, on a shape that splits K.
   std::int64_t const m3 = 64, k3 = 8192, n3 = 3;
@@ -491,13 +502,12 @@ TEST_CASE("sparse24 linear: unaligned X and Y views, caller workspace, another s
   ops::sparse24_linear_plan<fp16, float> p3(w3, home, opt);
   INFO(p3.describe_run(n3));
   REQUIRE(!has(p3.describe_run(n3), "splits 1 "));
-  auto msg = error_text([&] { run_plan<decltype(p3), fp16, float>(p3, x3, n3, k3, k3, m3, m3, epilogue_none(), other); });
+  auto msg = error_text([&] { run_plan(p3, x3, n3, k3, k3, m3, m3, epilogue_none(), other); });
   REQUIRE(has(msg, "made without its own workspace"));
   buffer<unsigned char, device_space> ws(p3.workspace_bytes(), other);
   SDNN_CUDA_CHECK(cudaMemsetAsync(ws.data(), 0x5A, ws.size(), sp.b));  // garbage counters: run() zeroes them
   for (int rep = 0; rep < 2; ++rep) {
-    auto got3 = run_plan<decltype(p3), fp16, float>(p3, x3, n3, k3, k3, m3, m3, epilogue_none(), other, 0,
-                                                     workspace{ws.data(), ws.size()});
+    auto got3 = run_plan(p3, x3, n3, k3, k3, m3, m3, epilogue_none(), other, 0, workspace{ws.data(), ws.size()});
     require_exact(got3, reference_y<fp16, float>(w3, x3, n3, k3, m3, epilogue_none()), n3, m3, m3);
   }
 }

@@ -3,6 +3,7 @@
 // the same rounded inputs (bound: check_against_reference), at sizes that are multiples of no
 // tile, with edge cases, poisoned outputs, repeat runs and refusals.
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_tc_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/formats/block_sparse.hpp>
@@ -15,7 +16,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,19 +24,13 @@ using namespace sdnn;
 using sdnn_test::download;
 using sdnn_test::error_text;
 using sdnn_test::has;
+using sdnn_test::out_bits;
+using sdnn_test::random_matrix;
 using sdnn_test::stream_guard;
 using sdnn_test::upload;
 
 namespace {
 
-template <class T>
-dense_matrix<T> random_matrix(std::int64_t rows, std::int64_t cols, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  dense_matrix<T> a(rows, cols);
-  for (auto& v : a.values()) v = T(u(rng));
-  return a;
-}
 // W M x K with about `sparsity` of its entries zero (unstructured, magnitude pruning).
 template <class T>
 dense_matrix<T> pruned(std::int64_t m, std::int64_t k, double sparsity, unsigned seed) {
@@ -56,12 +50,6 @@ double half_subnormal_step() {
   if constexpr (std::is_same_v<Out, float>) return std::ldexp(1.0, -150);
   else if constexpr (std::is_same_v<Out, bf16>) return std::ldexp(1.0, -134);
   else return std::ldexp(1.0, -25);
-}
-template <class Out>
-constexpr int out_bits() {
-  if constexpr (std::is_same_v<Out, float>) return 24;
-  else if constexpr (std::is_same_v<Out, bf16>) return 8;
-  else return 11;
 }
 
 // The weights of a policy, made from a dense host matrix.

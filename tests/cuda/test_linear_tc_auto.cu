@@ -5,6 +5,7 @@
 // process-wide cache; refusals before any launch; the tc_linear layer alone and in a
 // sequential<bf16>.
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_tc_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/linear/op/tc_auto.cuh>
@@ -16,7 +17,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,19 +25,12 @@ using namespace sdnn;
 using sdnn_test::download;
 using sdnn_test::error_text;
 using sdnn_test::has;
+using sdnn_test::out_bits;
+using sdnn_test::random_matrix;
 using sdnn_test::stream_guard;
 using sdnn_test::upload;
 
 namespace {
-
-template <class T>
-dense_matrix<T> random_matrix(std::int64_t rows, std::int64_t cols, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  dense_matrix<T> a(rows, cols);
-  for (auto& v : a.values()) v = T(u(rng));
-  return a;
-}
 
 enum class kind { dense, unstructured, blocks, s24 };
 
@@ -54,13 +47,6 @@ dense_matrix<T> make_w(kind k, std::int64_t m, std::int64_t kk, unsigned seed) {
     }
   }
   return w;
-}
-
-template <class Out>
-constexpr int out_bits() {
-  if constexpr (std::is_same_v<Out, float>) return 24;
-  else if constexpr (std::is_same_v<Out, bf16>) return 8;
-  else return 11;
 }
 
 // Runs plan on X and checks every output against the reference (bound as in test_linear_tc.cu:

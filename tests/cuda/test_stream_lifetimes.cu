@@ -175,6 +175,19 @@ struct lifetimes {
     poison_on(a, tables + max_poisoned, sizes, ns);
   }
 
+  // The end of a gated test, called once the object is released on a (b still shut): poisons
+  // the freed sizes, opens the gate and waits for the device; b's gate must have been opened
+  // by the host and the release on a must have waited for b.
+  void poison_open_and_check(std::vector<std::size_t> sizes) {
+    auto const freed = mark_a();
+    poison_freed(std::move(sizes));
+    bool const a_waited = still_pending(freed);
+    open_gate();
+    SDNN_CUDA_CHECK(cudaDeviceSynchronize());
+    REQUIRE(gate_opened_by_host());
+    CHECK(a_waited);  // the release on a waited for b
+  }
+
  private:
   std::uint64_t reserved() const {
     std::uint64_t r = 0;
@@ -202,20 +215,20 @@ struct lifetimes {
 };
 
 // Small integers: every order of summation gives the same bits, so results compare with ==.
-csr_matrix<float, std::int32_t> random_w(std::int32_t k, std::int32_t n, double density, std::uint32_t seed) {
+csr_matrix<float, std::int32_t> random_w(std::int64_t k, std::int64_t n, double density, std::uint32_t seed) {
   std::mt19937 g(seed);
   std::uniform_real_distribution<double> u(0, 1);
   std::vector<std::int32_t> rp{0}, ci;
   std::vector<float> v;
-  for (std::int32_t i = 0; i < k; ++i) {
-    for (std::int32_t j = 0; j < n; ++j)
+  for (std::int64_t i = 0; i < k; ++i) {
+    for (std::int64_t j = 0; j < n; ++j)
       if (u(g) < density) {
-        ci.push_back(j);
+        ci.push_back(static_cast<std::int32_t>(j));
         v.push_back(static_cast<float>(static_cast<int>(g() % 4) + 1) * (g() % 2 ? 1.f : -1.f));
       }
     rp.push_back(static_cast<std::int32_t>(ci.size()));
   }
-  return make_csr<float, std::int32_t>(k, n, rp, ci, v);
+  return make_csr<float, std::int32_t>(static_cast<std::int32_t>(k), static_cast<std::int32_t>(n), rp, ci, v);
 }
 // Rows of small non-negative integers; about one row in five is all zero.
 dense_matrix<float> random_x(std::int64_t m, std::int64_t k, std::uint32_t seed) {
@@ -270,7 +283,7 @@ TEST_CASE("sparse_linear destroyed right after a forward on another stream: the 
   SDNN_REQUIRE_DEVICE();
   lifetimes t;
   std::int64_t const m = 512, k = 384, n = 512;
-  auto const w = random_w(static_cast<std::int32_t>(k), static_cast<std::int32_t>(n), 0.04, 1u);
+  auto const w = random_w(k, n, 0.04, 1u);
   auto const bias = column_bias(n);
   basic_epilogue<float> epi;  // bias on every output (also on zero products): every output reads it
   epi.bias = bias.data();
@@ -288,14 +301,8 @@ TEST_CASE("sparse_linear destroyed right after a forward on another stream: the 
   t.shut_gate();
   layer->forward(t.eb(), cview(dx), yb.view());  // reads the device bias and the plan on b
   layer.reset();                                  // frees on a, from the host, b still shut
-  auto const freed = t.mark_a();
-  t.poison_freed({static_cast<std::size_t>(n) * sizeof(float), ws, static_cast<std::size_t>(w.nnz()) * 4,
-                  static_cast<std::size_t>(n + 1) * 4});
-  bool const a_waited = lifetimes::still_pending(freed);
-  t.open_gate();
-  SDNN_CUDA_CHECK(cudaDeviceSynchronize());
-  REQUIRE(t.gate_opened_by_host());
-  CHECK(a_waited);  // the release on a waited for b
+  t.poison_open_and_check({static_cast<std::size_t>(n) * sizeof(float), ws, static_cast<std::size_t>(w.nnz()) * 4,
+                           static_cast<std::size_t>(n + 1) * 4});
   REQUIRE(count_different(to_host(yb, t.eb()), ref) == 0);
 }
 
@@ -304,7 +311,7 @@ TEST_CASE("sparse_linear: a larger batch on another stream grows the workspace a
   SDNN_REQUIRE_DEVICE();
   lifetimes t;
   std::int64_t const m = 1024, k = 256, n = 384;
-  auto const w = random_w(static_cast<std::int32_t>(k), static_cast<std::int32_t>(n), 0.05, 3u);
+  auto const w = random_w(k, n, 0.05, 3u);
   // zero-preserving: the default policy lists the live rows in its own workspace
   layer_t layer(clone(w), epilogue_capped_relu<float>(-1.f, 32.f));
   auto const x1 = random_x(m, k, 4u), x2 = random_x(2 * m, k, 5u);
@@ -324,13 +331,7 @@ TEST_CASE("sparse_linear: a larger batch on another stream grows the workspace a
   layer.forward(t.eb(), cview(dx1), y1.view());  // uses the workspace sized for m rows
   layer.forward(t.eb(), cview(dx2), y2.view());  // 2m rows: the plan grows its workspace first
   REQUIRE(layer.device_plan().max_rows() >= 2 * m);
-  auto const freed = t.mark_a();
-  t.poison_freed({old_ws});
-  bool const a_waited = lifetimes::still_pending(freed);
-  t.open_gate();
-  SDNN_CUDA_CHECK(cudaDeviceSynchronize());
-  REQUIRE(t.gate_opened_by_host());
-  CHECK(a_waited);
+  t.poison_open_and_check({old_ws});
   REQUIRE(count_different(to_host(y1, t.eb()), ref1) == 0);
   REQUIRE(count_different(to_host(y2, t.eb()), ref2) == 0);
 }
@@ -340,8 +341,8 @@ TEST_CASE("dense_sparse_plan move-assigned while a run on another stream still r
   lifetimes t;
   using plan_t = ops::dense_sparse_plan<policy::skip_empty_rows<policy::csc_tiled<16>>, float>;
   std::int64_t const m = 1024, k = 512, n = 512;
-  auto const w1 = random_w(static_cast<std::int32_t>(k), static_cast<std::int32_t>(n), 0.05, 6u);
-  auto const w2 = random_w(static_cast<std::int32_t>(k), static_cast<std::int32_t>(n), 0.02, 7u);
+  auto const w1 = random_w(k, n, 0.05, 6u);
+  auto const w2 = random_w(k, n, 0.02, 7u);
   auto const epi = epilogue_capped_relu<float>(-1.f, 32.f);
   auto const x = random_x(m, k, 8u);
   dense_matrix<float> ref(m, n);
@@ -358,14 +359,8 @@ TEST_CASE("dense_sparse_plan move-assigned while a run on another stream still r
   t.shut_gate();
   p.run(t.eb(), cview(dx), yb.view(), epi);  // reads W^T, the tiles and the workspace on b
   p = std::move(q);                          // the old buffers are released on a
-  auto const freed = t.mark_a();
-  t.poison_freed({ws, static_cast<std::size_t>(w1.nnz()) * 4, static_cast<std::size_t>(n + 1) * 4,
-                  static_cast<std::size_t>(w1.nnz()) * 2});
-  bool const a_waited = lifetimes::still_pending(freed);
-  t.open_gate();
-  SDNN_CUDA_CHECK(cudaDeviceSynchronize());
-  REQUIRE(t.gate_opened_by_host());
-  CHECK(a_waited);
+  t.poison_open_and_check({ws, static_cast<std::size_t>(w1.nnz()) * 4, static_cast<std::size_t>(n + 1) * 4,
+                           static_cast<std::size_t>(w1.nnz()) * 2});
   REQUIRE(count_different(to_host(yb, t.eb()), ref) == 0);
 }
 
@@ -398,13 +393,7 @@ TEST_CASE("sequential re-planned or destroyed while a forward on another stream 
     seq->plan(m, f0, t.ea());  // same batch: the layers keep their plans, ping and pong are new
   else
     seq.reset();
-  auto const freed = t.mark_a();
-  t.poison_freed({pingpong});
-  bool const a_waited = lifetimes::still_pending(freed);
-  t.open_gate();
-  SDNN_CUDA_CHECK(cudaDeviceSynchronize());
-  REQUIRE(t.gate_opened_by_host());
-  CHECK(a_waited);
+  t.poison_open_and_check({pingpong});
   REQUIRE(count_different(to_host(yb, t.eb()), ref) == 0);
 }
 
@@ -445,13 +434,8 @@ TEST_CASE("direct_conv_plan move-assigned, sparse_conv2d re-planned, after a run
     t.shut_gate();
     p.run(t.eb(), N, din.data(), dbias.data(), true, yb.data());
     p = std::move(q);
-    auto const freed = t.mark_a();
-    t.poison_freed({entries, static_cast<std::size_t>(s.K + 1) * 4, static_cast<std::size_t>(4 * s.K + 1) * 4});
-    bool const a_waited = lifetimes::still_pending(freed);
-    t.open_gate();
-    SDNN_CUDA_CHECK(cudaDeviceSynchronize());
-    REQUIRE(t.gate_opened_by_host());
-    CHECK(a_waited);
+    t.poison_open_and_check(
+        {entries, static_cast<std::size_t>(s.K + 1) * 4, static_cast<std::size_t>(4 * s.K + 1) * 4});
     REQUIRE(count_different(sdnn_test::to_vector(yb, t.b), ref) == 0);
   }
   SECTION("sparse_conv2d: plan() again (it synchronises a) after a forward on b") {
@@ -509,7 +493,7 @@ TEST_CASE("cusparse_spmm_plan destroyed right after a run on another stream", "[
   SDNN_REQUIRE_DEVICE();
   lifetimes t;
   std::int64_t const m = 512, k = 512, n = 256;
-  auto const a = random_w(static_cast<std::int32_t>(m), static_cast<std::int32_t>(k), 0.05, 40u);
+  auto const a = random_w(m, k, 0.05, 40u);
   auto const bh = random_x(k, n, 41u);
   dense_matrix<float> ref(m, n);
   reference::spmm(a.view(), dense_view<float const>(bh.view()), ref.view(), epilogue_none<float>());
@@ -527,13 +511,7 @@ TEST_CASE("cusparse_spmm_plan destroyed right after a run on another stream", "[
   t.shut_gate();
   p->run(cview(db), cb.view(), epilogue_none<float>(), t.eb());  // cuSPARSE's buffer, on b
   p.reset();
-  auto const freed = t.mark_a();
-  t.poison_freed({buf});
-  bool const a_waited = lifetimes::still_pending(freed);
-  t.open_gate();
-  SDNN_CUDA_CHECK(cudaDeviceSynchronize());
-  REQUIRE(t.gate_opened_by_host());
-  CHECK(a_waited);
+  t.poison_open_and_check({buf});
   REQUIRE(count_different(to_host(cb, t.eb()), ref) == 0);
 }
 

@@ -1,7 +1,8 @@
 // sdnn/linear/arch/mma_sp.cuh - warp-level sparse tensor-core MMA (mma.sp, sm_80+) for 2:4
 // weights: m16n8k32 with bf16 or fp16 operands and float accumulators, the lane layout of its
 // metadata register, and the few cp.async / ldmatrix wrappers the 2:4 kernel needs (private to
-// sp_detail until they merge with linear/kernel/mma.cuh). Inline PTX: CCCL's cuda::ptx has no mma.
+// sp_detail until they merge with linear/kernel/mma.cuh). Inline PTX: CCCL's cuda::ptx (CUDA 13.0)
+// has no mma, mma.sp or wgmma.
 // Fragment layouts follow the PTX ISA ("Matrix fragments for mma.sp ... m16n8k32 .f16/.bf16");
 // the metadata layout is described at sparse24_meta_lane below and built on the host by the plan
 // (linear/op/sparse24_linear.cuh).
@@ -73,23 +74,18 @@ template <class T, int Selector>
 __device__ __forceinline__ void mma_sp_16832(float (&d)[4], std::uint32_t const (&a)[4], std::uint32_t const (&b)[4],
                                              std::uint32_t e) {
   static_assert(Selector == 0 || Selector == 1, "mma.sp m16n8k32 (16-bit): sparsity selector 0 or 1");
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "mma_sp_16832: __nv_bfloat16 or __half");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, %13;\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e),
-          "n"(Selector));
-  } else {
-    static_assert(std::is_same_v<T, __half>, "mma_sp_16832: __nv_bfloat16 or __half");
-    asm volatile(
-        "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, %13;\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e),
-          "n"(Selector));
-  }
+  // TYPE: the PTX type of A and B, "bf16" or "f16" (inline asm takes one literal string).
+#define SDNN_MMA_SP_16832(TYPE)                                                                                        \
+  asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32." TYPE "." TYPE ".f32 "                     \
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, %13;\n"                 \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                                        \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e),       \
+                 "n"(Selector))
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) SDNN_MMA_SP_16832("bf16");
+  else SDNN_MMA_SP_16832("f16");
+#undef SDNN_MMA_SP_16832
 #else
   (void)d, (void)a, (void)b, (void)e;
   __trap();  // the plan refuses GPUs below sm_80 before any launch
@@ -155,85 +151,69 @@ __device__ __forceinline__ void wgmma_sp_m64k32(float (&d)[N / 2], std::uint32_t
                                                 std::uint32_t e) {
   static_assert(N == 32 || N == 64 || N == 128, "wgmma_sp_m64k32: N is 32, 64 or 128");
   static_assert(Selector == 0 || Selector == 1, "wgmma_sp_m64k32 (16-bit): sparsity selector 0 or 1");
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>,
+                "wgmma_sp_m64k32: __nv_bfloat16 or __half");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  if constexpr (N == 32 && std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %23, 0;\n"
-        "wgmma.mma_async.sp.sync.aligned.m64n32k32.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, %21, %22, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(e), "n"(Selector), "r"(1));
+  // One wgmma.mma_async.sp per N; TYPE is the PTX type of A and B, "bf16" or "f16" (inline asm
+  // takes one literal string). Operands: the N / 2 accumulators, a[0..3], b_desc, e, Selector,
+  // then scale-d (1: D += A * B); the trailing 1, 1, 0 are imm-scale-a, imm-scale-b and
+  // imm-trans-b (B K-major, not transposed).
+#define SDNN_WGMMA_SP_IN "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(e), "n"(Selector), "r"(1)
+#define SDNN_WGMMA_SP_M64N32K32(TYPE)                                                                                  \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %23, 0;\n"                                                            \
+               "wgmma.mma_async.sp.sync.aligned.m64n32k32.f32." TYPE "." TYPE " "                                      \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "                              \
+               "{%16, %17, %18, %19}, %20, %21, %22, p, 1, 1, 0;\n}\n"                                                 \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),                   \
+                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),               \
+                 "+f"(d[14]), "+f"(d[15])                                                                              \
+               : SDNN_WGMMA_SP_IN)
+#define SDNN_WGMMA_SP_M64N64K32(TYPE)                                                                                  \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %39, 0;\n"                                                            \
+               "wgmma.mma_async.sp.sync.aligned.m64n64k32.f32." TYPE "." TYPE " "                                      \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                               \
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "                     \
+               "{%32, %33, %34, %35}, %36, %37, %38, p, 1, 1, 0;\n}\n"                                                 \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),                   \
+                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),               \
+                 "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),            \
+                 "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),            \
+                 "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                                                    \
+               : SDNN_WGMMA_SP_IN)
+#define SDNN_WGMMA_SP_M64N128K32(TYPE)                                                                                 \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %71, 0;\n"                                                            \
+               "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32." TYPE "." TYPE " "                                     \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                               \
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                      \
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                      \
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "                     \
+               "{%64, %65, %66, %67}, %68, %69, %70, p, 1, 1, 0;\n}\n"                                                 \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),                   \
+                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),               \
+                 "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),            \
+                 "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),            \
+                 "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),            \
+                 "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),            \
+                 "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),            \
+                 "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),            \
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),            \
+                 "+f"(d[63])                                                                                           \
+               : SDNN_WGMMA_SP_IN)
+  constexpr bool is_bf16 = std::is_same_v<T, __nv_bfloat16>;
+  if constexpr (N == 32) {
+    if constexpr (is_bf16) SDNN_WGMMA_SP_M64N32K32("bf16");
+    else SDNN_WGMMA_SP_M64N32K32("f16");
+  } else if constexpr (N == 64) {
+    if constexpr (is_bf16) SDNN_WGMMA_SP_M64N64K32("bf16");
+    else SDNN_WGMMA_SP_M64N64K32("f16");
+  } else {
+    if constexpr (is_bf16) SDNN_WGMMA_SP_M64N128K32("bf16");
+    else SDNN_WGMMA_SP_M64N128K32("f16");
   }
-  if constexpr (N == 32 && std::is_same_v<T, __half>) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %23, 0;\n"
-        "wgmma.mma_async.sp.sync.aligned.m64n32k32.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, %21, %22, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(e), "n"(Selector), "r"(1));
-  }
-  if constexpr (N == 64 && std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %39, 0;\n"
-        "wgmma.mma_async.sp.sync.aligned.m64n64k32.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, %37, %38, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(e), "n"(Selector), "r"(1));
-  }
-  if constexpr (N == 64 && std::is_same_v<T, __half>) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %39, 0;\n"
-        "wgmma.mma_async.sp.sync.aligned.m64n64k32.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, %37, %38, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(e), "n"(Selector), "r"(1));
-  }
-  if constexpr (N == 128 && std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %71, 0;\n"
-        "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, %69, %70, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(e), "n"(Selector), "r"(1));
-  }
-  if constexpr (N == 128 && std::is_same_v<T, __half>) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %71, 0;\n"
-        "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, %69, %70, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(e), "n"(Selector), "r"(1));
-  }
+#undef SDNN_WGMMA_SP_M64N128K32
+#undef SDNN_WGMMA_SP_M64N64K32
+#undef SDNN_WGMMA_SP_M64N32K32
+#undef SDNN_WGMMA_SP_IN
 #else
   (void)d, (void)a, (void)b_desc, (void)e;
   __trap();  // compiled without sm_90a: the plan never selects these tiles then

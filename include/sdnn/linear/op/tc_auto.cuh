@@ -30,6 +30,9 @@
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/plan.cuh"
 #include "sdnn/formats/block_sparse.hpp"
+#include "sdnn/formats/convert.hpp"
+#include "sdnn/formats/copy.cuh"
+#include "sdnn/formats/csr.hpp"
 #include "sdnn/formats/sparse24.hpp"
 #include "sdnn/formats/tile_offsets.hpp"
 #include "sdnn/linear/kernel/epilogue.cuh"
@@ -42,24 +45,6 @@
 namespace sdnn::ops {
 
 namespace detail {
-// A cuSPARSE sparse-matrix descriptor, destroyed with its owner.
-struct cusparse_spmat {
-  cusparseSpMatDescr_t d = nullptr;
-  cusparse_spmat() = default;
-  cusparse_spmat(cusparse_spmat&& o) noexcept : d(std::exchange(o.d, nullptr)) {}
-  cusparse_spmat& operator=(cusparse_spmat&& o) noexcept {
-    if (this != &o) {
-      reset();
-      d = std::exchange(o.d, nullptr);
-    }
-    return *this;
-  }
-  ~cusparse_spmat() { reset(); }
-  void reset() noexcept {
-    if (d) vendor::detail::cusparse_check_noexcept(cusparseDestroySpMat(d), "cusparseDestroySpMat");
-    d = nullptr;
-  }
-};
 inline std::string current_gpu_name() {
   int dev = 0;
   SDNN_CUDA_CHECK(cudaGetDevice(&dev));
@@ -130,7 +115,8 @@ class tc_auto_linear_plan {
     if (blocks_) b += blocks_->weight_bytes() + blocks_->workspace_bytes();
     if (tiles_) b += tiles_->weight_bytes() + tiles_->workspace_bytes();
     if (s24_) b += std::size_t(structure_.m) * std::size_t(structure_.k) * 9 / 16 + s24_->workspace_bytes();
-    b += csr_ptr_.size() * 4 + csr_col_.size() * 4 + csr_val_.size() * sizeof(T) + csr_ws_.size();
+    b += csr_w_.row_ptr().size() * 4 + csr_w_.col_idx().size() * 4 + csr_w_.values().size() * sizeof(T) +
+         csr_ws_.size();
     return b;
   }
 
@@ -332,30 +318,15 @@ class tc_auto_linear_plan {
   void build_csr(dense_view<T const> w, cuda_exec own) {
     SDNN_EXPECTS(structure_.nnz <= std::numeric_limits<std::int32_t>::max(), "tc_auto_linear_plan: ",
                  structure_.nnz, " nonzeros exceed cuSPARSE's int32 CSR indices");
-    std::vector<std::int32_t> ptr(std::size_t(w.rows) + 1, 0), col;
-    std::vector<T> val;
-    col.reserve(std::size_t(structure_.nnz));
-    val.reserve(std::size_t(structure_.nnz));
-    for (std::int64_t i = 0; i < w.rows; ++i) {
-      for (std::int64_t j = 0; j < w.cols; ++j) {
-        T const v = w.data[i * w.ld + j];
-        if (v.bits & 0x7fffu) {
-          col.push_back(std::int32_t(j));
-          val.push_back(v);
-        }
-      }
-      ptr[std::size_t(i) + 1] = std::int32_t(col.size());
-    }
-    csr_ptr_ = to_device(ptr.data(), ptr.size(), own);
-    csr_col_ = buffer<std::int32_t, device_space>(std::max<std::size_t>(col.size(), 1), own);
-    csr_val_ = buffer<T, device_space>(std::max<std::size_t>(val.size(), 1), own);
-    if (!col.empty()) {
-      copy_host(csr_col_.data(), col.data(), col.size(), own);
-      copy_host(csr_val_.data(), val.data(), val.size(), own);
-    }
-    SDNN_CUSPARSE_CHECK(cusparseCreateCsr(&csr_.d, structure_.m, structure_.k, std::int64_t(col.size()), csr_ptr_.data(),
-                                          csr_col_.data(), csr_val_.data(), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                                          CUSPARSE_INDEX_BASE_ZERO, cuda_type()));
+    csr_w_ = to_device(to_csr<std::int32_t>(w, host_exec{}), own);
+    // With no nonzero the index and value arrays are empty; cuSPARSE reads neither, and row_ptr
+    // stands in for their pointers.
+    void* const none = csr_w_.row_ptr().data();
+    void* const col = csr_w_.nnz() > 0 ? static_cast<void*>(csr_w_.col_idx().data()) : none;
+    void* const val = csr_w_.nnz() > 0 ? static_cast<void*>(csr_w_.values().data()) : none;
+    SDNN_CUSPARSE_CHECK(cusparseCreateCsr(csr_.out(), structure_.m, structure_.k, csr_w_.nnz(), csr_w_.row_ptr().data(),
+                                          col, val, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                                          cuda_type()));
     std::size_t need = 0;
     for (std::int64_t n : sample_ns()) {
       need = std::max(need, csr_buffer_bytes(n, std::is_same_v<Out, float> ? CUDA_R_32F : cuda_type()));
@@ -364,27 +335,18 @@ class tc_auto_linear_plan {
     csr_ws_ = buffer<unsigned char, device_space>(std::max<std::size_t>(need, 1), own);
   }
   static cudaDataType_t cuda_type() { return std::is_same_v<T, bf16> ? CUDA_R_16BF : CUDA_R_16F; }
-  // (pageable host memory: the copy is staged before the call returns)
-  template <class U>
-  static void copy_host(U* dst, U const* src, std::size_t n, cuda_exec e) {
-    SDNN_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(U), cudaMemcpyHostToDevice, e.stream));
-  }
   // cusparseSpMM's workspace for n rows of X and a Y of type ct (descriptors on null data).
   std::size_t csr_buffer_bytes(std::int64_t n, cudaDataType_t ct) const {
-    cusparseDnMatDescr_t b = nullptr, c = nullptr;
-    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(&b, structure_.k, n, std::max<std::int64_t>(structure_.k, 1), nullptr,
+    vendor::cusparse_dnmat b, c;
+    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(b.out(), structure_.k, n, std::max<std::int64_t>(structure_.k, 1), nullptr,
                                             cuda_type(), CUSPARSE_ORDER_COL));
-    cusparseStatus_t st = cusparseCreateDnMat(&c, structure_.m, n, std::max<std::int64_t>(structure_.m, 1), nullptr, ct,
-                                              CUSPARSE_ORDER_COL);
+    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(c.out(), structure_.m, n, std::max<std::int64_t>(structure_.m, 1), nullptr,
+                                            ct, CUSPARSE_ORDER_COL));
     std::size_t bytes = 0;
     float const alpha = 1.f, beta = 0.f;
-    if (st == CUSPARSE_STATUS_SUCCESS)
-      st = cusparseSpMM_bufferSize(vendor::cusparse_handle(), CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, csr_.d, b, &beta, c, CUDA_R_32F,
-                                   CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
-    if (c) cusparseDestroyDnMat(c);
-    cusparseDestroyDnMat(b);
-    SDNN_CUSPARSE_CHECK(st);
+    SDNN_CUSPARSE_CHECK(cusparseSpMM_bufferSize(vendor::cusparse_handle(), CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                                CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, csr_.get(), b.get(), &beta,
+                                                c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes));
     return bytes;
   }
   // Y (ct) = W X^T through cusparseSpMM: B = X as K x N column-major, C = Y as M x N column-major.
@@ -392,25 +354,22 @@ class tc_auto_linear_plan {
     cusparseHandle_t h = vendor::cusparse_handle();
     SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
     std::int64_t const ldx = x.rows > 1 ? x.ld : std::max<std::int64_t>(x.cols, 1);
-    cusparseDnMatDescr_t b = nullptr, c = nullptr;
-    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(&b, structure_.k, x.rows, ldx, const_cast<T*>(x.data), cuda_type(),
+    vendor::cusparse_dnmat b, c;
+    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(b.out(), structure_.k, x.rows, ldx, const_cast<T*>(x.data), cuda_type(),
                                             CUSPARSE_ORDER_COL));
-    cusparseStatus_t st = cusparseCreateDnMat(&c, structure_.m, x.rows, x.rows > 1 ? ldy : std::max<std::int64_t>(structure_.m, 1),
-                                              y, ct, CUSPARSE_ORDER_COL);
+    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(c.out(), structure_.m, x.rows,
+                                            x.rows > 1 ? ldy : std::max<std::int64_t>(structure_.m, 1), y, ct,
+                                            CUSPARSE_ORDER_COL));
     float const alpha = 1.f, beta = 0.f;
     std::size_t bytes = 0;
-    if (st == CUSPARSE_STATUS_SUCCESS)
-      st = cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, csr_.d,
-                                   b, &beta, c, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
-    if (st == CUSPARSE_STATUS_SUCCESS && bytes > csr_ws_.size()) st = CUSPARSE_STATUS_INSUFFICIENT_RESOURCES;
-    if (st == CUSPARSE_STATUS_SUCCESS)
-      st = cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, csr_.d, b, &beta,
-                        c, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, const_cast<unsigned char*>(csr_ws_.data()));
-    if (c) cusparseDestroyDnMat(c);
-    cusparseDestroyDnMat(b);
+    SDNN_CUSPARSE_CHECK(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                                &alpha, csr_.get(), b.get(), &beta, c.get(), CUDA_R_32F,
+                                                CUSPARSE_SPMM_ALG_DEFAULT, &bytes));
     SDNN_EXPECTS(bytes <= csr_ws_.size(), "tc_auto_linear_plan: cuSPARSE asks for ", bytes,
                  " workspace bytes at N = ", x.rows, ", more than the ", csr_ws_.size(), " sized at plan time");
-    SDNN_CUSPARSE_CHECK(st);
+    SDNN_CUSPARSE_CHECK(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+                                     csr_.get(), b.get(), &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT,
+                                     const_cast<unsigned char*>(csr_ws_.data())));
   }
   void release(unsigned mask) {
     using P = policy::tc_path;
@@ -420,9 +379,7 @@ class tc_auto_linear_plan {
     if (mask & (1u << int(P::sparse24))) s24_.reset();
     if (mask & (1u << int(P::cusparse_csr))) {
       csr_.reset();
-      csr_ptr_ = {};
-      csr_col_ = {};
-      csr_val_ = {};
+      csr_w_ = {};
       csr_ws_ = {};
     }
     built_ &= ~mask;
@@ -479,10 +436,9 @@ class tc_auto_linear_plan {
   std::unique_ptr<blocks_plan> blocks_;
   std::unique_ptr<tiles_plan> tiles_;
   std::unique_ptr<s24_plan> s24_;
-  buffer<std::int32_t, device_space> csr_ptr_, csr_col_;
-  buffer<T, device_space> csr_val_;
+  csr_matrix<T, std::int32_t, device_space> csr_w_;
   buffer<unsigned char, device_space> csr_ws_;
-  detail::cusparse_spmat csr_;  // declared after the arrays it points into: destroyed first
+  vendor::cusparse_spmat csr_;  // declared after the arrays it points into: destroyed first
 };
 
 }  // namespace sdnn::ops

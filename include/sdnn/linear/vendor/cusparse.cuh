@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/epilogue.hpp"
@@ -74,6 +75,50 @@ inline cusparseHandle_t cusparse_handle() {
   thread_local holder hold;
   return hold.h;
 }
+
+// One cuSPARSE matrix descriptor (sparse or dense, const or not), owned: move-only, destroyed
+// with its owner (a failed destroy is reported, never thrown). out() is the slot a
+// cusparseCreate* call fills; get() is what the other calls take.
+template <class Descr>
+class cusparse_descr {
+  static constexpr bool sparse = std::is_convertible_v<Descr, cusparseConstSpMatDescr_t>;
+  static_assert(sparse || std::is_convertible_v<Descr, cusparseConstDnMatDescr_t>,
+                "cusparse_descr: a sparse or dense matrix descriptor");
+
+ public:
+  cusparse_descr() = default;
+  cusparse_descr(cusparse_descr&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+  cusparse_descr& operator=(cusparse_descr&& o) noexcept {
+    if (this != &o) {
+      reset();
+      d_ = std::exchange(o.d_, nullptr);
+    }
+    return *this;
+  }
+  cusparse_descr(cusparse_descr const&) = delete;
+  cusparse_descr& operator=(cusparse_descr const&) = delete;
+  ~cusparse_descr() { reset(); }
+
+  Descr get() const noexcept { return d_; }
+  explicit operator bool() const noexcept { return d_ != nullptr; }
+  // Destroys the descriptor held, if any, and returns the empty slot for a cusparseCreate* call.
+  Descr* out() noexcept {
+    reset();
+    return &d_;
+  }
+  void reset() noexcept {
+    if (!d_) return;
+    if constexpr (sparse) detail::cusparse_check_noexcept(cusparseDestroySpMat(d_), "cusparseDestroySpMat");
+    else detail::cusparse_check_noexcept(cusparseDestroyDnMat(d_), "cusparseDestroyDnMat");
+    d_ = nullptr;
+  }
+
+ private:
+  Descr d_ = nullptr;
+};
+using cusparse_spmat = cusparse_descr<cusparseSpMatDescr_t>;
+using cusparse_const_spmat = cusparse_descr<cusparseConstSpMatDescr_t>;
+using cusparse_dnmat = cusparse_descr<cusparseDnMatDescr_t>;
 }  // namespace sdnn::vendor
 
 namespace sdnn::vendor {
@@ -178,7 +223,7 @@ class cusparse_spmm_plan {
       : alg_(alg), workspace_(workspace), column_major_(column_major), m_(a.rows), k_(a.cols), nnz_(a.nnz) {
     check_shapes(b, c);
     if (!trivial(b, c))
-      SDNN_CUSPARSE_CHECK(cusparseCreateConstCoo(&d_.a, a.rows, a.cols, a.nnz, a.row_idx, a.col_idx, a.values,
+      SDNN_CUSPARSE_CHECK(cusparseCreateConstCoo(d_.a.out(), a.rows, a.cols, a.nnz, a.row_idx, a.col_idx, a.values,
                                                  index_type<Index>(), CUSPARSE_INDEX_BASE_ZERO, cuda_type<T>()));
     plan_sparse_dense(b, c, exec);
   }
@@ -233,7 +278,7 @@ class cusparse_spmm_plan {
     if (k_ == 0 || nnz_ == 0) {
       SDNN_CUDA_CHECK(cudaMemset2DAsync(c.data, c.ld * sizeof(T), 0, c.cols * sizeof(T), rows, exec.stream));
     } else {
-      if (d_.b == nullptr || rows != rows_ || y.ld != ldb_ || c.ld != ldc_) prepare(y, c, rows, exec);
+      if (!d_.b || rows != rows_ || y.ld != ldb_ || c.ld != ldc_) prepare(y, c, rows, exec);
       multiply(y.data, c.data, exec);
     }
     if (flags != nullptr || !kernels::is_identity(epi)) kernels::apply_epilogue(c, rows, epi, flags, exec);
@@ -269,7 +314,7 @@ class cusparse_spmm_plan {
   }
 
   void describe(csr_view<T, Index> a) {
-    SDNN_CUSPARSE_CHECK(cusparseCreateConstCsr(&d_.a, a.rows, a.cols, a.nnz, a.row_ptr, a.col_idx, a.values,
+    SDNN_CUSPARSE_CHECK(cusparseCreateConstCsr(d_.a.out(), a.rows, a.cols, a.nnz, a.row_ptr, a.col_idx, a.values,
                                                index_type<Index>(), index_type<Index>(), CUSPARSE_INDEX_BASE_ZERO,
                                                cuda_type<T>()));
   }
@@ -288,23 +333,24 @@ class cusparse_spmm_plan {
                   std::int64_t ldc, T* c, cusparseOrder_t order) {
     d_.release_dense();
     if (dense_sparse_) ldb_ = ldb, ldc_ = ldc;
-    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(&d_.b, b_rows, b_cols, ldb, const_cast<T*>(b), cuda_type<T>(), order));
-    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(&d_.c, c_rows, b_cols, ldc, c, cuda_type<T>(), order));
+    SDNN_CUSPARSE_CHECK(
+        cusparseCreateDnMat(d_.b.out(), b_rows, b_cols, ldb, const_cast<T*>(b), cuda_type<T>(), order));
+    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(d_.c.out(), c_rows, b_cols, ldc, c, cuda_type<T>(), order));
   }
   std::size_t workspace_bytes(cusparseHandle_t h) const {
     compute_t const alpha = 1, beta = 0;
     std::size_t bytes = 0;
     SDNN_CUSPARSE_CHECK(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                                CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, d_.a, d_.b, &beta, d_.c,
-                                                cuda_type<compute_t>(), to_cusparse(alg_), &bytes));
+                                                CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, d_.a.get(), d_.b.get(), &beta,
+                                                d_.c.get(), cuda_type<compute_t>(), to_cusparse(alg_), &bytes));
     return bytes > 0 ? bytes : 1;
   }
   void preprocess(cusparseHandle_t h, void* work) const {
     if (!preprocesses(alg_)) return;
     compute_t const alpha = 1, beta = 0;
     SDNN_CUSPARSE_CHECK(cusparseSpMM_preprocess(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                                &alpha, d_.a, d_.b, &beta, d_.c, cuda_type<compute_t>(),
-                                                to_cusparse(alg_), work));
+                                                &alpha, d_.a.get(), d_.b.get(), &beta, d_.c.get(),
+                                                cuda_type<compute_t>(), to_cusparse(alg_), work));
   }
   // With cusparse_workspace::reuse: grows the kept workspace to this shape's need and runs
   // the algorithm's preprocessing (CSR_ALG1/3) into it.
@@ -322,8 +368,8 @@ class cusparse_spmm_plan {
     runs_.note(exec);
     cusparseHandle_t const h = cusparse_handle();
     SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
-    SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(d_.b, const_cast<T*>(b)));
-    SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(d_.c, c));
+    SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(d_.b.get(), const_cast<T*>(b)));
+    SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(d_.c.get(), c));
     buffer<unsigned char, device_space> local;  // used and released on exec.stream only
     void* work = buf_.data();
     if (workspace_ == cusparse_workspace::per_call) {
@@ -333,7 +379,8 @@ class cusparse_spmm_plan {
     }
     compute_t const alpha = 1, beta = 0;
     SDNN_CUSPARSE_CHECK(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
-                                     d_.a, d_.b, &beta, d_.c, cuda_type<compute_t>(), to_cusparse(alg_), work));
+                                     d_.a.get(), d_.b.get(), &beta, d_.c.get(), cuda_type<compute_t>(),
+                                     to_cusparse(alg_), work));
   }
 
   // First: buf_ is allocated through runs_.owned(); multiply() notes every stream it runs on.
@@ -346,19 +393,11 @@ class cusparse_spmm_plan {
   // The cuSPARSE descriptors, released by this member's destructor, so a constructor that
   // throws half way (e.g. CUSPARSE_STATUS_NOT_SUPPORTED) leaks nothing.
   struct descriptors {
-    cusparseConstSpMatDescr_t a = nullptr;
-    cusparseDnMatDescr_t b = nullptr, c = nullptr;
-    descriptors() = default;
-    descriptors(descriptors const&) = delete;
-    descriptors& operator=(descriptors const&) = delete;
+    cusparse_const_spmat a;
+    cusparse_dnmat b, c;
     void release_dense() noexcept {
-      if (b) detail::cusparse_check_noexcept(cusparseDestroyDnMat(b), "cusparseDestroyDnMat");
-      if (c) detail::cusparse_check_noexcept(cusparseDestroyDnMat(c), "cusparseDestroyDnMat");
-      b = c = nullptr;
-    }
-    ~descriptors() {
-      release_dense();
-      if (a) detail::cusparse_check_noexcept(cusparseDestroySpMat(a), "cusparseDestroySpMat");
+      b.reset();
+      c.reset();
     }
   } d_;
   buffer<unsigned char, device_space> buf_;

@@ -30,7 +30,7 @@
 #include "sdnn/formats/tiled_dense.hpp"
 #include "sdnn/linear/kernel/blocked_ell.cuh"  // tiled_to_blocked_ell_kernel
 #include "sdnn/linear/kernel/epilogue.cuh"
-#include "sdnn/linear/vendor/cusparse.cuh"  // SDNN_CUSPARSE_CHECK, cuda_type, cusparse_handle
+#include "sdnn/linear/vendor/cusparse.cuh"  // SDNN_CUSPARSE_CHECK, cuda_type, cusparse_handle, cusparse_descr
 
 namespace sdnn::vendor {
 
@@ -80,17 +80,18 @@ class cusparse_blocked_ell_plan {
     if (m_ > 0 && k_ > 0 && a.occupied_tiles > 0) convert(a, exec);
     if (trivial()) return;
     auto& o = obj_;
-    SDNN_CUSPARSE_CHECK(cusparseCreateConstBlockedEll(&o.a, m_, k_, bs_, ell_cols_, col_ind_.data(), values_.data(),
-                                                      CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, cuda_type<T>()));
+    SDNN_CUSPARSE_CHECK(cusparseCreateConstBlockedEll(o.a.out(), m_, k_, bs_, ell_cols_, col_ind_.data(),
+                                                      values_.data(), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                                                      cuda_type<T>()));
     SDNN_CUSPARSE_CHECK(
-        cusparseCreateDnMat(&o.b, k_, n_, ldb_, const_cast<T*>(b.data), cuda_type<T>(), CUSPARSE_ORDER_ROW));
-    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(&o.c, m_, n_, ldc_, c.data, cuda_type<T>(), CUSPARSE_ORDER_ROW));
+        cusparseCreateDnMat(o.b.out(), k_, n_, ldb_, const_cast<T*>(b.data), cuda_type<T>(), CUSPARSE_ORDER_ROW));
+    SDNN_CUSPARSE_CHECK(cusparseCreateDnMat(o.c.out(), m_, n_, ldc_, c.data, cuda_type<T>(), CUSPARSE_ORDER_ROW));
     cusparseHandle_t const h = cusparse_handle();
     SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
     float const alpha = 1, beta = 0;
     std::size_t bytes = 0;
     check_spmm_status(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                              &alpha, o.a, o.b, &beta, o.c, CUDA_R_32F,
+                                              &alpha, o.a.get(), o.b.get(), &beta, o.c.get(), CUDA_R_32F,
                                               CUSPARSE_SPMM_BLOCKED_ELL_ALG1, &bytes),
                       "cusparseSpMM_bufferSize", __LINE__);
     buf_ = buffer<unsigned char, device_space>(bytes > 0 ? bytes : 1, runs_.owned(exec));
@@ -122,11 +123,12 @@ class cusparse_blocked_ell_plan {
     auto& o = obj_;
     cusparseHandle_t const h = cusparse_handle();
     SDNN_CUSPARSE_CHECK(cusparseSetStream(h, exec.stream));
-    SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(o.b, const_cast<T*>(b.data)));
-    SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(o.c, c.data));
+    SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(o.b.get(), const_cast<T*>(b.data)));
+    SDNN_CUSPARSE_CHECK(cusparseDnMatSetValues(o.c.get(), c.data));
     float const alpha = 1, beta = 0;
     check_spmm_status(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
-                                   o.a, o.b, &beta, o.c, CUDA_R_32F, CUSPARSE_SPMM_BLOCKED_ELL_ALG1, buf_.data()),
+                                   o.a.get(), o.b.get(), &beta, o.c.get(), CUDA_R_32F, CUSPARSE_SPMM_BLOCKED_ELL_ALG1,
+                                   buf_.data()),
                       "cusparseSpMM", __LINE__);
     kernels::apply_epilogue(c, epi, exec);
   }
@@ -196,16 +198,8 @@ class cusparse_blocked_ell_plan {
   // The cuSPARSE descriptors, released by this member's destructor, so a constructor that
   // throws half way (e.g. NOT_SUPPORTED) leaks nothing.
   struct cusparse_objects {
-    cusparseConstSpMatDescr_t a = nullptr;
-    cusparseDnMatDescr_t b = nullptr, c = nullptr;
-    cusparse_objects() = default;
-    cusparse_objects(cusparse_objects const&) = delete;
-    cusparse_objects& operator=(cusparse_objects const&) = delete;
-    ~cusparse_objects() {
-      if (b) detail::cusparse_check_noexcept(cusparseDestroyDnMat(b), "cusparseDestroyDnMat");
-      if (c) detail::cusparse_check_noexcept(cusparseDestroyDnMat(c), "cusparseDestroyDnMat");
-      if (a) detail::cusparse_check_noexcept(cusparseDestroySpMat(a), "cusparseDestroySpMat");
-    }
+    cusparse_const_spmat a;
+    cusparse_dnmat b, c;
   } obj_;
   buffer<unsigned char, device_space> buf_;
 };
