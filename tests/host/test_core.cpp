@@ -23,6 +23,35 @@ TEST_CASE("host_buffer is value-initialised, movable, clonable", "[core]") {
   REQUIRE(c[2] == 7);
 }
 
+TEST_CASE("fast_divmod agrees with / and % for every divisor shape the kernels use", "[core]") {
+  std::uint64_t state = 12345;
+  auto next = [&] {  // xorshift: deterministic, covers the full 31-bit range
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return static_cast<int>(state & 0x7fffffff);
+  };
+  std::vector<std::int64_t> divisors{1, 2, 3, 5, 7, 9, 14, 28, 56, 112, 224, 3 * 224, 1000003, (1LL << 30) + 3,
+                                     (1LL << 31) - 1};
+  for (std::int64_t d = 1; d <= 300; ++d) divisors.push_back(d);
+  for (std::int64_t d : divisors) {
+    sdnn::fast_divmod f(d);
+    int q = 0, r = 0;
+    for (int n : {0, 1, int(d) - 1, int(d), int(d) + 1, 0x7fffffff, 0x7ffffffe}) {
+      if (n < 0) continue;
+      f.divmod(n, q, r);
+      REQUIRE(q == n / int(d));
+      REQUIRE(r == n % int(d));
+    }
+    for (int i = 0; i < 2000; ++i) {
+      int const n = next();
+      f.divmod(n, q, r);
+      REQUIRE(q == n / int(d));
+      REQUIRE(r == n % int(d));
+    }
+  }
+  CHECK(sdnn_test::has(sdnn_test::error_text([] { sdnn::fast_divmod f(0); }), "divisor"));
+  CHECK(sdnn_test::has(sdnn_test::error_text([] { sdnn::fast_divmod f(std::int64_t(1) << 31); }), "divisor"));
+}
+
 TEST_CASE("sdnn::error carries the message and the location", "[core]") {
   try {
     SDNN_EXPECTS(1 + 1 == 3, "arith: expected ", 3, ", got ", 2);

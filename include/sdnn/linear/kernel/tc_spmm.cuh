@@ -1,10 +1,12 @@
 // sdnn/linear/kernel/tc_spmm.cuh - the tensor-core linear kernel Y = epi(X W^T), W M x K (dense,
 // block-sparse or tile_offsets), X N x K, Y N x M, 16-bit inputs, float accumulation: one body
-// (tc_spmm_kernel) for every weight source and value type. A weight source is a mainloop part: the
-// k-blocks of a panel of BM rows, the copy of one into shared memory, its mma A fragments. W is the
-// A operand and X the B operand, both K-contiguous (native), so the batch sits on the n8 side and
-// a C fragment is a tile of Y^T, stored transposed through shared memory. K may be split across
-// thread blocks; the last block of a tile sums the partials in split order (deterministic).
+// (tc_spmm_kernel) for every weight source, X operand and value type. A weight source is a
+// mainloop part: the k-blocks of a panel of BM rows, the copy of one into shared memory, its mma
+// A fragments. An X operand fills the matching X tile: dense rows, or a convolution's NHWC input
+// read as its implicit im2col matrix. W is the A operand and X the B operand, both K-contiguous
+// (native), so the batch sits on the n8 side and a C fragment is a tile of Y^T, stored transposed
+// through shared memory. K may be split across thread blocks; the last block of a tile sums the
+// partials in split order (deterministic).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -15,6 +17,7 @@
 #include <type_traits>
 
 #include "sdnn/core/epilogue.hpp"
+#include "sdnn/core/fast_divmod.hpp"
 #include "sdnn/core/numeric.cuh"
 #include "sdnn/formats/tile_offsets.hpp"
 #include "sdnn/linear/arch/mma.cuh"
@@ -141,17 +144,170 @@ inline constexpr bool is_tile_offsets_source_v = false;
 template <class T>
 inline constexpr bool is_tile_offsets_source_v<tc_tile_offsets_source<T>> = true;
 
+// ---- activation (X) operands ---------------------------------------------------------------
+// An X operand fills the X tile of a k-block: rows [n0, n0 + BN), columns [k0, k0 + BK) of the
+// N x K operand -> [BN][LDS] in shared memory, zero outside N x K. A thread copies the same
+// rows and the same 8-column piece of every k-block (i = tid + j * threads, threads a multiple
+// of BK / 8), so start() computes what depends on the rows once per thread block, and issue()
+// adds the k-block's part.
+
+// Eight 16-bit values into 16 bytes of shared memory (the element-wise paths).
+__device__ __forceinline__ void tc_store8(std::uint16_t* dst, std::uint16_t const (&v)[8]) {
+  uint4 q;
+  q.x = v[0] | (std::uint32_t(v[1]) << 16);
+  q.y = v[2] | (std::uint32_t(v[3]) << 16);
+  q.z = v[4] | (std::uint32_t(v[5]) << 16);
+  q.w = v[6] | (std::uint32_t(v[7]) << 16);
+  *reinterpret_cast<uint4*>(dst) = q;
+}
+
+template <class Cfg>
+struct tc_x_pieces {
+  static constexpr int pieces = Cfg::BK / 8;                                       // 8-column pieces of a row
+  static constexpr int total = Cfg::BN * pieces;                                   // pieces of the tile
+  static constexpr int rows = (total + Cfg::threads - 1) / Cfg::threads;           // rows a thread copies, at most
+  static_assert(Cfg::threads % pieces == 0, "tc_x_pieces: a thread keeps its column");
+  __device__ static bool active(int tid, int j) { return total % Cfg::threads == 0 || tid + j * Cfg::threads < total; }
+  __device__ static int row(int tid, int j) { return (tid + j * Cfg::threads) / pieces; }
+  __device__ static int col(int tid) { return (tid % pieces) * 8; }
+};
+
+// Dense X rows: element (n, k) at x[n * ldx + k].
+template <class T>
+struct tc_rows_x {
+  T const* x = nullptr;
+  std::int64_t ldx = 0;
+  bool vec = false;  // x 16-byte aligned, ldx % 8 == 0 and K % 8 == 0: 16-byte copies
+
+  struct state {
+    int n0, N;
+  };
+  template <class Cfg>
+  __device__ state start(int n0, int N, int) const {
+    return {n0, N};
+  }
+  template <class Cfg>
+  __device__ void issue(state const& st, int k0, int K, std::uint16_t* s, int tid) const {
+    using P = tc_x_pieces<Cfg>;
+    auto const* xb = reinterpret_cast<std::uint16_t const*>(x);
+    int const c = P::col(tid), k = k0 + c;
+#pragma unroll
+    for (int j = 0; j < P::rows; ++j) {
+      if (!P::active(tid, j)) break;
+      int const r = P::row(tid, j), n = st.n0 + r;
+      if (vec) {
+        bool const in = n < st.N && k < K;  // K % 8 == 0: a piece is wholly in or out
+        mma::cp_async_16(s + r * Cfg::LDS + c, in ? static_cast<void const*>(xb + std::int64_t(n) * ldx + k) : xb,
+                         in ? 16 : 0);
+      } else {  // unaligned X or a K tail inside the piece: element loads, plain shared stores
+        std::uint16_t v[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = (n < st.N && k + e < K) ? xb[std::int64_t(n) * ldx + k + e] : 0;
+        tc_store8(s + r * Cfg::LDS + c, v);
+      }
+    }
+  }
+};
+
+// A convolution's input as the implicit-GEMM operand: x is NHWC [batch][H][W][C]; row n is the
+// output pixel ((b * OH) + oh) * OW + ow, column k = (r * S + s) * C + c (channel fastest), and
+// X(n, k) = x[b][oh * stride_h - pad_h + r * dil_h][ow * stride_w - pad_w + s * dil_w][c], zero
+// in the padding. Invariants (the conv plan checks them): N, K and batch * H * W * C below 2^31,
+// so every offset below fits int32.
+template <class T>
+struct tc_im2col_x {
+  T const* x = nullptr;
+  std::int32_t H = 0, W = 0, C = 0;
+  std::int32_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+  fast_divmod div_c, div_s, div_ow, div_oh;  // by C, S, OW, OH
+  bool vec = false;  // x 16-byte aligned and C % 8 == 0: a piece of 8 channels lies in one tap
+
+  // Per row a thread copies: the offset of input pixel (b, ih0, iw0) (ih0 = oh * stride_h - pad_h,
+  // likewise iw0; it may lie in the padding, only offsets of real pixels are dereferenced), ih0
+  // and iw0; a row past N has ih0 = -2^30 (never in range).
+  struct state {
+    int n0, N;
+    std::int32_t base[8], ih0[8], iw0[8];
+  };
+  template <class Cfg>
+  __device__ state start(int n0, int N, int tid) const {
+    using P = tc_x_pieces<Cfg>;
+    static_assert(P::rows <= 8, "tc_im2col_x: at most 8 rows a thread");
+    state st;
+    st.n0 = n0;
+    st.N = N;
+#pragma unroll
+    for (int j = 0; j < P::rows; ++j) {
+      int const n = P::active(tid, j) ? n0 + P::row(tid, j) : N;
+      int t = 0, ow = 0, b = 0, oh = 0;
+      if (n < N) {
+        div_ow.divmod(n, t, ow);
+        div_oh.divmod(t, b, oh);
+      }
+      st.ih0[j] = n < N ? oh * stride_h - pad_h : -(1 << 30);
+      st.iw0[j] = ow * stride_w - pad_w;
+      st.base[j] = n < N ? ((b * H + st.ih0[j]) * W + st.iw0[j]) * C : 0;
+    }
+    return st;
+  }
+  // Element offset of X(n, k) in x, or -1 in the padding (the element-wise path).
+  __device__ std::int64_t offset(int n, int k) const {
+    int t, ow, b, oh, tap, c, r, s;
+    div_ow.divmod(n, t, ow);
+    div_oh.divmod(t, b, oh);
+    div_c.divmod(k, tap, c);
+    div_s.divmod(tap, r, s);
+    int const ih = oh * stride_h - pad_h + r * dil_h, iw = ow * stride_w - pad_w + s * dil_w;
+    if (ih < 0 || ih >= H || iw < 0 || iw >= W) return -1;
+    return ((std::int64_t(b) * H + ih) * W + iw) * C + c;
+  }
+
+  template <class Cfg>
+  __device__ void issue(state const& st, int k0, int K, std::uint16_t* s, int tid) const {
+    using P = tc_x_pieces<Cfg>;
+    auto const* xb = reinterpret_cast<std::uint16_t const*>(x);
+    int const c = P::col(tid), k = k0 + c;
+    if (vec) {
+      // This thread's piece: one tap (C % 8 == 0), decoded once for all its rows.
+      int tap = 0, ch = 0, r = 0, q = 0;
+      div_c.divmod(k < K ? k : 0, tap, ch);
+      div_s.divmod(tap, r, q);
+      int const dh = r * dil_h, dw = q * dil_w, toff = (dh * W + dw) * C + ch;
+#pragma unroll
+      for (int j = 0; j < P::rows; ++j) {
+        if (!P::active(tid, j)) break;
+        int const ih = st.ih0[j] + dh, iw = st.iw0[j] + dw;
+        bool const in = k < K && unsigned(ih) < unsigned(H) && unsigned(iw) < unsigned(W);
+        mma::cp_async_16(s + P::row(tid, j) * Cfg::LDS + c,
+                         in ? static_cast<void const*>(xb + (st.base[j] + toff)) : xb, in ? 16 : 0);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < P::rows; ++j) {
+        if (!P::active(tid, j)) break;
+        int const n = st.n0 + P::row(tid, j);
+        std::uint16_t v[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          std::int64_t const off = n < st.N && k + e < K ? offset(n, k + e) : -1;
+          v[e] = off >= 0 ? xb[off] : 0;
+        }
+        tc_store8(s + P::row(tid, j) * Cfg::LDS + c, v);
+      }
+    }
+  }
+};
+
 // ---- the kernel --------------------------------------------------------------------------------
 
-template <class T, class Source>
+template <class T, class Source, class XSrc = tc_rows_x<T>>
 struct tc_spmm_params {
   Source src;
-  T const* x = nullptr;          // [N x ldx]
-  std::int64_t ldx = 0;
-  bool x_vec = false;            // x 16-byte aligned, ldx % 8 == 0 and K % 8 == 0: 16-byte copies
+  XSrc xs;                       // the N x K operand
   void* y = nullptr;             // [N x ldy] of T, or of float when y_float
   std::int64_t ldy = 0;
   bool y_float = false;
+  bool y_vec = false;            // y 16-byte aligned, ldy % 8 == 0 and M % 8 == 0: eight outputs a store
   std::int32_t M = 0, N = 0, K = 0;
   basic_epilogue<float> epi{};
   std::int32_t panels = 0, ntiles = 0, splits = 1;
@@ -193,33 +349,6 @@ __device__ __forceinline__ void store_out(void* y, bool y_float, std::int64_t id
   if (y_float) static_cast<float*>(y)[idx] = v;
   else if constexpr (std::is_same_v<T, bf16>) static_cast<__nv_bfloat16*>(y)[idx] = __float2bfloat16_rn(v);
   else static_cast<__half*>(y)[idx] = __float2half_rn(v);
-}
-
-// X rows [n0, n0 + BN), columns [k0, k0 + BK) -> [BN][LDS], zero outside N x K.
-template <class Cfg, class T, class Source>
-__device__ __forceinline__ void issue_x(tc_spmm_params<T, Source> const& p, int n0, int k0, std::uint16_t* s,
-                                        int tid) {
-  constexpr int pieces = Cfg::BK / 8;
-  auto const* x = reinterpret_cast<std::uint16_t const*>(p.x);
-  for (int i = tid; i < Cfg::BN * pieces; i += Cfg::threads) {
-    int const r = i / pieces, c = (i % pieces) * 8;
-    int const n = n0 + r, k = k0 + c;
-    if (p.x_vec) {
-      bool const in = n < p.N && k < p.K;  // K % 8 == 0: a piece is wholly in or out
-      mma::cp_async_16(s + r * Cfg::LDS + c, in ? static_cast<void const*>(x + std::int64_t(n) * p.ldx + k) : x,
-                       in ? 16 : 0);
-    } else {  // unaligned X or a K tail inside the piece: element loads, plain shared stores
-      std::uint16_t v[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = (n < p.N && k + e < p.K) ? x[std::int64_t(n) * p.ldx + k + e] : 0;
-      uint4 q;
-      q.x = v[0] | (std::uint32_t(v[1]) << 16);
-      q.y = v[2] | (std::uint32_t(v[3]) << 16);
-      q.z = v[4] | (std::uint32_t(v[5]) << 16);
-      q.w = v[6] | (std::uint32_t(v[7]) << 16);
-      *reinterpret_cast<uint4*>(s + r * Cfg::LDS + c) = q;
-    }
-  }
 }
 
 // A fragments of a warp's MT m16 tiles for k16 step ks; nz[mt] false: the tile is zero (skip its mma).
@@ -268,8 +397,8 @@ __device__ __forceinline__ void load_a(unsigned char const* wdata, int wm, int k
 // One thread block: panel (BM rows of W), n-tile (BN rows of X), split (a share of the panel's
 // k-blocks). grid.x = ntiles * splits * panels, n-tile fastest (the n-tiles of a panel run
 // together and share its weights through L2).
-template <class Cfg, class T, class Source>
-__global__ void __launch_bounds__(Cfg::threads) tc_spmm_kernel(tc_spmm_params<T, Source> p) {
+template <class Cfg, class T, class Source, class XSrc = tc_rows_x<T>>
+__global__ void __launch_bounds__(Cfg::threads) tc_spmm_kernel(tc_spmm_params<T, Source, XSrc> p) {
 #if SDNN_MMA_SYNC_ARCH
   using smem_plan = tc_smem<Cfg, Source>;
   constexpr int RING = smem_plan::ring_bytes();
@@ -286,6 +415,7 @@ __global__ void __launch_bounds__(Cfg::threads) tc_spmm_kernel(tc_spmm_params<T,
   int const ntile = blockIdx.x % p.ntiles, rest = blockIdx.x / p.ntiles;
   int const split = rest % p.splits, panel = rest / p.splits;
   int const n0 = ntile * Cfg::BN, m0 = panel * Cfg::BM;
+  auto const xstate = p.xs.template start<Cfg>(n0, p.N, tid);
   std::uint16_t* scratch = scratch_all + warp * Cfg::MT * 16 * smem_plan::scratch_ld;
 
   int b0, b1;
@@ -330,7 +460,7 @@ __global__ void __launch_bounds__(Cfg::threads) tc_spmm_kernel(tc_spmm_params<T,
       int const slot = issued % Cfg::Stages;
       if (tid == 0) vstart[slot] = start;
       p.src.template issue<Cfg>(next, panel, ring + (start % RING), tid);
-      detail::issue_x<Cfg>(p, n0, next.col * Cfg::BK, xs + slot * (smem_plan::x_slot_bytes / 2), tid);
+      p.xs.template issue<Cfg>(xstate, next.col * Cfg::BK, p.K, xs + slot * (smem_plan::x_slot_bytes / 2), tid);
       mma::cp_async_commit();
       vhead = start + bytes;
       ++issued;
@@ -402,6 +532,33 @@ __global__ void __launch_bounds__(Cfg::threads) tc_spmm_kernel(tc_spmm_params<T,
   }
 
   // Stores along m (contiguous in Y): every in-range element of the tile exactly once.
+  if (p.splits == 1 && p.y_vec) {  // eight consecutive m a thread: all in range or none (M % 8 == 0)
+    constexpr int G = Cfg::BM / 8;
+    for (int i = tid; i < Cfg::BN * G; i += Cfg::threads) {
+      int const n = i / G, m = (i % G) * 8, gn = n0 + n, gm = m0 + m;
+      if (gn >= p.N || gm >= p.M) continue;
+      float v[8];
+      float4 const lo = *reinterpret_cast<float4 const*>(ct + n * cld + m);  // cld % 4 == 0: aligned
+      float4 const hi = *reinterpret_cast<float4 const*>(ct + n * cld + m + 4);
+      v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] = p.epi(v[e], gm + e);
+      std::int64_t const at = std::int64_t(gn) * p.ldy + gm;
+      if (p.y_float) {
+        auto* d = reinterpret_cast<float4*>(static_cast<float*>(p.y) + at);
+        d[0] = make_float4(v[0], v[1], v[2], v[3]);
+        d[1] = make_float4(v[4], v[5], v[6], v[7]);
+      } else {
+        uint4 q;
+        q.x = pack2_float<T>(v[0], v[1]);
+        q.y = pack2_float<T>(v[2], v[3]);
+        q.z = pack2_float<T>(v[4], v[5]);
+        q.w = pack2_float<T>(v[6], v[7]);
+        *reinterpret_cast<uint4*>(static_cast<T*>(p.y) + at) = q;
+      }
+    }
+    return;
+  }
   if (p.splits == 1) {
     for (int i = tid; i < Cfg::BN * Cfg::BM; i += Cfg::threads) {
       int const n = i / Cfg::BM, m = i % Cfg::BM, gn = n0 + n, gm = m0 + m;

@@ -68,6 +68,20 @@ struct tc_weights<policy::tc_tile_offsets_mma, T> {
   using type = tile_offsets_matrix<T>;
 };
 
+// The tile shapes (and store) the tiled kernels run with X operand XSrc: the policy's own
+// (Tiles::small / large) unless the operand's header specializes this (conv/op/tc_conv.cuh: the
+// im2col operand of a convolution has its own large shapes). Only `large` may differ: the K
+// split, and so the workspace, belongs to the small shape.
+template <class XSrc, class Tiles>
+struct tc_x_tiles {
+  using base = Tiles;
+  using small = typename Tiles::small;
+  using large = typename Tiles::large;
+  // Eight outputs a store where Y allows it. Off for the linear layer until its benchmark grid
+  // (and the automatic plan's cost model fitted to it) is measured again with it.
+  static constexpr bool vector_store = false;
+};
+
 // f(std::integral_constant<int, BR>, std::integral_constant<int, BC>) for a compiled block shape.
 template <class F>
 void with_block_shape(int br, int bc, F&& f) {
@@ -193,9 +207,11 @@ class tc_linear_plan {
     std::int64_t const stream_max = shape_ == policy::tc_shape::stream ? rows : tuning_.stream_n_max;
     std::int64_t const n_ws = std::min<std::int64_t>(rows, std::max<std::int64_t>(tuning_.split_n_max, stream_max));
     std::size_t counters = 0;
-    for (std::int64_t n = 1; n <= n_ws; ++n) counters = std::max(counters, shape_for(n).counters);
+    for (std::int64_t n = 1; n <= n_ws; ++n)
+      counters = std::max({counters, shape_for(n).counters, shape_for(n, true).counters});
     counters_bytes_ = ::sdnn::detail::workspace_carver::bytes_of<std::int32_t>(counters);
-    for (std::int64_t n = 1; n <= n_ws; ++n) ws_bytes_ = std::max(ws_bytes_, shape_for(n).workspace);
+    for (std::int64_t n = 1; n <= n_ws; ++n)
+      ws_bytes_ = std::max({ws_bytes_, shape_for(n).workspace, shape_for(n, true).workspace});
     if (opt.own_workspace && ws_bytes_) {
       ws_ = buffer<unsigned char, device_space>(ws_bytes_, exec);
       SDNN_CUDA_CHECK(cudaMemsetAsync(ws_.data(), 0, ws_bytes_, exec.stream));  // the split counters start at 0
@@ -212,15 +228,11 @@ class tc_linear_plan {
   // Scratch of run() (split partials and counters), for N up to max_rows.
   std::size_t workspace_bytes() const noexcept { return ws_bytes_; }
 
-  // The shape, split and workspace of a run with n rows.
-  launch_shape shape_for(std::int64_t n) const {
+  // The shape, split and workspace of a run with n rows (tiled_only: of run_x, which never streams).
+  template <class XSrc = kernels::tc_rows_x<T>>
+  launch_shape shape_for(std::int64_t n, bool tiled_only = false) const {
     launch_shape s;
-    if constexpr (dense) fill_shape<policy::tc_dense_tiles>(s, n);
-    else if constexpr (tiles) fill_shape<policy::tc_tile_offsets_tiles>(s, n);
-    else
-      detail::with_block_shape(br_, bc_, [&](auto BR, auto BC) {
-        fill_shape<policy::tc_block_tiles<decltype(BR)::value, decltype(BC)::value>>(s, n);
-      });
+    with_tiles([&](auto tiles_tag) { fill_shape<detail::tc_x_tiles<XSrc, decltype(tiles_tag)>>(s, n, tiled_only); });
     return s;
   }
 
@@ -257,30 +269,93 @@ class tc_linear_plan {
            workspace ws = {}) const {
     detail::check_tc_run(name(), m_, k_, x, y);
     launch_shape const s = shape_for(x.rows);
+    workspace const w = begin_run(s, x.rows, ws, exec);
+    if (x.rows == 0 || m_ == 0) return;
+    if (s.stream) {
+      run_stream(s, exec, x, y, epi, w);
+      return;
+    }
+    kernels::tc_rows_x<T> const xs{x.data, x.ld,
+                                   reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0 && x.ld % 8 == 0 && k_ % 8 == 0};
+    run_tiled(s, exec, xs, x.rows, y, epi, w);
+  }
+
+  // The tiled kernels with another X operand of n rows and in_features() columns (e.g.
+  // kernels::tc_im2col_x: a convolution as an implicit GEMM); y: n x out_features(). Never the
+  // streaming kernel. prepare_x<XSrc>() must have run once on this device (it raises the
+  // kernels' shared-memory limit); the operand's extents are the caller's to check.
+  template <class XSrc>
+  void prepare_x() const {
+    int const optin = optin_smem();
+    with_tiles([&](auto tiles_tag) {
+      using Tiles = detail::tc_x_tiles<XSrc, decltype(tiles_tag)>;
+      prepare<typename Tiles::small, XSrc>(optin);
+      prepare<typename Tiles::large, XSrc>(optin);
+    });
+  }
+  template <class XSrc, class Out>
+  void run_x(cuda_exec exec, XSrc const& xs, std::int64_t n, dense_view<Out> y, basic_epilogue<float> const& epi,
+             workspace ws = {}) const {
+    SDNN_EXPECTS_DIMS(n >= 0 && n <= std::numeric_limits<std::int32_t>::max() && y.rows == n && y.cols == m_,
+                      name(), ": Y must be ", n, " x ", m_, ", got ", y.rows, " x ", y.cols);
+    SDNN_EXPECTS(y.ld >= y.cols && (y.data != nullptr || n == 0), name(), ": bad Y view");
+    launch_shape const s = shape_for<XSrc>(n, true);
+    workspace const w = begin_run(s, n, ws, exec);
+    if (n == 0 || m_ == 0) return;
+    run_tiled(s, exec, xs, n, y, epi, w);
+  }
+
+ private:
+  using dense_src = kernels::tc_dense_source<T>;
+  using block_src = kernels::tc_block_source<T>;
+  using tile_src = kernels::tc_tile_offsets_source<T>;
+  template <class Cfg>
+  using source_for = std::conditional_t<dense, dense_src, std::conditional_t<blocks, block_src, tile_src>>;
+
+  // The workspace of a run of n rows with shape s (checked against the plan's or the caller's),
+  // the run's stream noted; a caller's workspace gets its split counters zeroed on that stream.
+  workspace begin_run(launch_shape const& s, std::int64_t n, workspace ws, cuda_exec exec) const {
     workspace w{};
     if (s.workspace) {
-      SDNN_EXPECTS(ws.data != nullptr || ws_.size() >= s.workspace, name(), ": a run of ", x.rows,
+      SDNN_EXPECTS(ws.data != nullptr || ws_.size() >= s.workspace, name(), ": a run of ", n,
                    " rows needs a workspace of ", s.workspace, " bytes; the plan was sized for ", ws_.size(),
                    " (plan_options::max_rows)");
       w = ::sdnn::detail::plan_workspace(ws, ws_, s.workspace, name());
     }
     runs_.note(exec);
-    if (x.rows == 0 || m_ == 0) return;
-    if (ws.data != nullptr && s.workspace)
+    if (n > 0 && m_ > 0 && ws.data != nullptr && s.workspace)
       SDNN_CUDA_CHECK(cudaMemsetAsync(w.data, 0, counter_bytes(s), exec.stream));
-    if (s.stream) {
-      run_stream(s, exec, x, y, epi, w);
-      return;
-    }
+    return w;
+  }
+
+  template <class F>
+  void with_tiles(F&& f) const {
+    if constexpr (dense) f(policy::tc_dense_tiles{});
+    else if constexpr (tiles) f(policy::tc_tile_offsets_tiles{});
+    else
+      detail::with_block_shape(br_, bc_, [&](auto BR, auto BC) {
+        f(policy::tc_block_tiles<decltype(BR)::value, decltype(BC)::value>{});
+      });
+  }
+  static int optin_smem() {
+    int dev = 0, optin = 0;
+    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
+    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return optin;
+  }
+
+  // One launch of the tiled kernel for shape s (not streaming) over X operand xs of n rows.
+  template <class XSrc, class Out>
+  void run_tiled(launch_shape const& s, cuda_exec exec, XSrc const& xs, std::int64_t n, dense_view<Out> y,
+                 basic_epilogue<float> const& epi, workspace w) const {
     auto fill = [&](auto& p) {
-      p.x = x.data;
-      p.ldx = x.ld;
-      p.x_vec = reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0 && x.ld % 8 == 0 && k_ % 8 == 0;
+      p.xs = xs;
       p.y = y.data;
       p.ldy = y.ld;
       p.y_float = std::is_same_v<Out, float>;
+      p.y_vec = reinterpret_cast<std::uintptr_t>(y.data) % 16 == 0 && y.ld % 8 == 0 && m_ % 8 == 0;
       p.M = m_;
-      p.N = static_cast<std::int32_t>(x.rows);
+      p.N = static_cast<std::int32_t>(n);
       p.K = k_;
       p.epi = epi;
       p.panels = s.panels;
@@ -290,12 +365,12 @@ class tc_linear_plan {
       p.partial = s.splits > 1 ? reinterpret_cast<float*>(static_cast<unsigned char*>(w.data) + counter_bytes(s)) : nullptr;
     };
     if constexpr (dense) {
-      kernels::tc_spmm_params<T, kernels::tc_dense_source<T>> p{};
+      kernels::tc_spmm_params<T, dense_src, XSrc> p{};
       p.src = {dense_w_.data(), ldw_, m_, k_};
       fill(p);
       launch<policy::tc_dense_tiles>(s, p, exec);
     } else if constexpr (blocks) {
-      kernels::tc_spmm_params<T, kernels::tc_block_source<T>> p{};
+      kernels::tc_spmm_params<T, block_src, XSrc> p{};
       auto const v = bsr_.view();
       p.src = {v.row_ptr, v.col_idx, v.values};
       fill(p);
@@ -303,20 +378,13 @@ class tc_linear_plan {
         launch<policy::tc_block_tiles<decltype(BR)::value, decltype(BC)::value>>(s, p, exec);
       });
     } else {
-      kernels::tc_spmm_params<T, kernels::tc_tile_offsets_source<T>> p{};
+      kernels::tc_spmm_params<T, tile_src, XSrc> p{};
       auto const v = tiles_.view();
       p.src = {v.tile_ptr, v.tile_col, v.tile_offset, v.data};
       fill(p);
       launch<policy::tc_tile_offsets_tiles>(s, p, exec);
     }
   }
-
- private:
-  using dense_src = kernels::tc_dense_source<T>;
-  using block_src = kernels::tc_block_source<T>;
-  using tile_src = kernels::tc_tile_offsets_source<T>;
-  template <class Cfg>
-  using source_for = std::conditional_t<dense, dense_src, std::conditional_t<blocks, block_src, tile_src>>;
 
   // The split counters: the same region for every N (a run with another N must find them zero).
   std::size_t counter_bytes(launch_shape const&) const { return counters_bytes_; }
@@ -431,21 +499,12 @@ class tc_linear_plan {
 
   // Raises the kernels' shared-memory limit and records the small shape's resident blocks.
   void prepare_kernels() {
-    int dev = 0;
-    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
-    int optin = 0;
-    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    auto prep = [&](auto tiles_tag) {
+    int const optin = optin_smem();
+    with_tiles([&](auto tiles_tag) {
       using Tiles = decltype(tiles_tag);
       small_slots_ = prepare<typename Tiles::small>(optin) * ::sdnn::detail::sm_count();
       prepare<typename Tiles::large>(optin);
-    };
-    if constexpr (dense) prep(policy::tc_dense_tiles{});
-    else if constexpr (tiles) prep(policy::tc_tile_offsets_tiles{});
-    else
-      detail::with_block_shape(br_, bc_, [&](auto BR, auto BC) {
-        prep(policy::tc_block_tiles<decltype(BR)::value, decltype(BC)::value>{});
-      });
+    });
     with_stream_tiles([&](auto tiles_tag) {
       using Tiles = decltype(tiles_tag);
       int per_sm = 1 << 20;
@@ -465,23 +524,24 @@ class tc_linear_plan {
       stream_ctas_ = per_sm * ::sdnn::detail::sm_count();
     });
   }
-  template <class Cfg>
-  int prepare(int optin) {
+  template <class Cfg, class XSrc = kernels::tc_rows_x<T>>
+  int prepare(int optin) const {
     using Src = source_for<Cfg>;
     constexpr int smem = kernels::tc_smem<Cfg, Src>::total;
     SDNN_EXPECTS(smem <= optin, name(), ": the ", Cfg::BM, " x ", Cfg::BN, " x ", Cfg::BK, " tile needs ", smem,
                  " bytes of shared memory per block, this GPU allows ", optin);
-    auto kern = kernels::tc_spmm_kernel<Cfg, T, Src>;
+    auto kern = kernels::tc_spmm_kernel<Cfg, T, Src, XSrc>;
     SDNN_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     int per_sm = 0;
     SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, Cfg::threads, smem));
     return std::max(per_sm, 1);
   }
 
-  template <class Tiles>
-  void fill_shape(launch_shape& s, std::int64_t n) const {
+  template <class XTiles>
+  void fill_shape(launch_shape& s, std::int64_t n, bool tiled_only) const {
+    using Tiles = typename XTiles::base;
     if constexpr (!dense) {
-      if (stream_ok() && (shape_ == policy::tc_shape::stream ||
+      if (!tiled_only && stream_ok() && (shape_ == policy::tc_shape::stream ||
                           (shape_ == policy::tc_shape::automatic && n <= tuning_.stream_n_max))) {
         if constexpr (Tiles::has_stream) {
           if (policy::tc_stream_bn(n) == 8) fill_stream<typename Tiles::template stream<8>>(s, n);
@@ -512,18 +572,21 @@ class tc_linear_plan {
                                                           std::size_t(s.splits) * std::size_t(n) * std::size_t(m_))
                                  : 0;
     };
-    if (large) set(typename Tiles::large{});
-    else set(typename Tiles::small{});
+    if (large) set(typename XTiles::large{});
+    else set(typename XTiles::small{});
   }
 
-  template <class Tiles, class P>
-  void launch(launch_shape const& s, P const& p, cuda_exec exec) const {
+  template <class PolicyTiles, class P>
+  void launch(launch_shape const& s, P p, cuda_exec exec) const {
+    using XSrc = std::remove_const_t<decltype(p.xs)>;
+    using Tiles = detail::tc_x_tiles<XSrc, PolicyTiles>;
+    p.y_vec = p.y_vec && Tiles::vector_store;
     auto go = [&](auto cfg_tag) {
       using Cfg = decltype(cfg_tag);
       using Src = source_for<Cfg>;
       std::int64_t const grid = std::int64_t(s.panels) * s.ntiles * s.splits;
       SDNN_EXPECTS(grid <= std::numeric_limits<std::int32_t>::max(), name(), ": grid of ", grid, " blocks");
-      kernels::tc_spmm_kernel<Cfg, T, Src>
+      kernels::tc_spmm_kernel<Cfg, T, Src, XSrc>
           <<<static_cast<unsigned>(grid), Cfg::threads, kernels::tc_smem<Cfg, Src>::total, exec.stream>>>(p);
       SDNN_CUDA_CHECK_LAUNCH();
     };
