@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Heat maps and a table of bench_conv16's JSON lines (family "conv16").
+
+    /usr/bin/python3 benchmarks/plot_conv16.py results.jsonl [-o conv16.png] [--md conv16.md]
+
+Writes
+  <out>.png   one panel per (type, batch): rows = layers (the VGG-16 stack last), columns = structure at
+              each sparsity, cell = speedup of `automatic` over cuDNN fp16 of the same layer and batch
+              (the dense cuDNN fp16 run with bias and ReLU), annotated with the value and a tag of the
+              path it chose; a second row of panels gives the best sdnn tensor-core path's speedup;
+  --md FILE   a Markdown table: per (layer, batch, type), cuDNN's time, and per structure the sdnn block
+              kernel's, the automatic plan's (with its choice) and the compact (filters removed) cuDNN
+              layer's speedups over cuDNN fp16.
+Lines of a later run replace those of an earlier one with the same key.
+"""
+import argparse
+import json
+import math
+from collections import OrderedDict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+TAGS = {"cudnn": "cuDNN", "tc_dense": "tcD", "tc_blocks64x32": "b64", "tc_blocks32": "b32", "tc_blocks16": "b16",
+        "tc_tiles": "tile"}
+
+
+def load(path):
+    rows = OrderedDict()
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            r = json.loads(line)
+            if r.get("family") != "conv16":
+                continue
+            key = (r["layer"], int(r["batch"]), r["type"], r["path"], r["structure"], round(r.get("sparsity", 0), 3))
+            rows[key] = r
+    return list(rows.values())
+
+
+def chosen_tag(note):
+    for name, tag in TAGS.items():
+        if note.startswith(name + ":") or note.startswith(name + " "):
+            return tag
+    return "?"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("jsonl")
+    ap.add_argument("-o", "--out", default="conv16.png")
+    ap.add_argument("--md")
+    a = ap.parse_args()
+    rows = load(a.jsonl)
+    base = {}  # (layer, batch) -> cuDNN fp16 time
+    for r in rows:
+        if r["path"] == "cudnn" and r["type"] == "fp16":
+            base[(r["layer"], int(r["batch"]))] = r["time_us"]
+    groups = sorted({(r["type"], int(r["batch"])) for r in rows})
+    layers = list(OrderedDict.fromkeys(r["layer"] for r in rows if r["layer"] != "vgg16_stack"))
+    if any(r["layer"] == "vgg16_stack" for r in rows):
+        layers.append("vgg16_stack")
+    cols = sorted({(r["structure"], round(r["sparsity"], 2) if r["structure"] != "dense" else 0.0)
+                   for r in rows if r["path"] in ("automatic", "sdnn_tc_blocks")},
+                  key=lambda c: (c[0] != "dense", c[0], c[1]))
+
+    def cell(layer, batch, typ, path, col):
+        best = None
+        for r in rows:
+            if (r["layer"], int(r["batch"]), r["type"], r["path"]) != (layer, batch, typ, path):
+                continue
+            sp = round(r["sparsity"], 2) if r["structure"] != "dense" else 0.0
+            if (r["structure"], sp) != col or not r.get("time_us"):
+                continue
+            b = base.get((layer, batch))
+            if b is None and layer == "vgg16_stack":
+                b = next((x["time_us"] for x in rows if x["layer"] == layer and int(x["batch"]) == batch
+                          and x["path"] == "cudnn" and x["type"] == "fp16"), None)
+            if not b:
+                continue
+            v = b / r["time_us"]
+            if best is None or v > best[0]:
+                best = (v, r.get("note", ""))
+        return best
+
+    if not groups or not cols:
+        print("plot_conv16: nothing to plot")
+        return
+    fig, axes = plt.subplots(2, len(groups), figsize=(3.2 + 1.1 * len(cols) * len(groups), 1.5 + 0.42 * len(layers) * 2),
+                             squeeze=False)
+    for gi, (typ, batch) in enumerate(groups):
+        for pi, path in enumerate(("automatic", "sdnn_tc_blocks")):
+            ax = axes[pi][gi]
+            m = np.full((len(layers), len(cols)), np.nan)
+            labels = [["" for _ in cols] for _ in layers]
+            for li, layer in enumerate(layers):
+                for ci, col in enumerate(cols):
+                    c = cell(layer, batch, typ, path, col)
+                    if c:
+                        m[li, ci] = c[0]
+                        tag = chosen_tag(c[1]) if path == "automatic" and layer != "vgg16_stack" else ""
+                        labels[li][ci] = f"{c[0]:.2f}" + (f"\n{tag}" if tag else "")
+            im = ax.imshow(np.log2(m), cmap="RdYlGn", vmin=-2, vmax=2, aspect="auto")
+            for li in range(len(layers)):
+                for ci in range(len(cols)):
+                    if labels[li][ci]:
+                        ax.text(ci, li, labels[li][ci], ha="center", va="center", fontsize=6.5)
+            ax.set_xticks(range(len(cols)))
+            ax.set_xticklabels([f"{s}\n{sp:.2f}" if s != "dense" else "dense" for s, sp in cols], fontsize=7)
+            ax.set_yticks(range(len(layers)))
+            ax.set_yticklabels(layers, fontsize=7)
+            what = "automatic" if path == "automatic" else "sdnn block kernel"
+            ax.set_title(f"{typ}, batch {batch}: {what} / cuDNN fp16", fontsize=8)
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="log2 speedup over cuDNN fp16")
+    first = rows[0]
+    fig.suptitle(f"bench_conv16 on {first['gpu']}, CUDA {first['cuda_runtime']}, {first['date']}, "
+                 f"commit {first['commit']} (green: faster than cuDNN fp16)", fontsize=9)
+    fig.savefig(a.out, dpi=130)
+    print("wrote", a.out)
+
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(f"# bench_conv16: {first['gpu']}, CUDA {first['cuda_runtime']}, {first['date']}, commit "
+                    f"{first['commit']}\n\nSpeedup over cuDNN fp16 (same layer and batch, bias + ReLU, L2 flushed, "
+                    "median). blocks: the sdnn block kernel; auto: the automatic plan (its choice); compact: "
+                    "cuDNN on the layer with whole filters and input channels removed.\n\n")
+            f.write("| layer | batch | type | cuDNN us | structure | sparsity | blocks | auto | compact |\n")
+            f.write("|---|---|---|---|---|---|---|---|---|\n")
+            for layer in layers:
+                for typ, batch in groups:
+                    b = base.get((layer, batch))
+                    for col in cols:
+                        if col[0] == "dense":
+                            continue
+                        bl = cell(layer, batch, typ, "sdnn_tc_blocks", col)
+                        au = cell(layer, batch, typ, "automatic", col)
+                        if not bl and not au:
+                            continue
+                        comp = [r for r in rows if r["layer"] == layer and int(r["batch"]) == batch
+                                and r["type"] == typ and r["path"] == "cudnn_compact"
+                                and abs(r["sparsity"] - col[1]) < 0.08]
+                        cs = f"{b / comp[0]['time_us']:.2f}" if comp and b else ""
+                        f.write(f"| {layer} | {batch} | {typ} | {b or float('nan'):.1f} | {col[0]} | {col[1]:.2f} | "
+                                f"{bl[0]:.2f} | " if bl else f"| {layer} | {batch} | {typ} | {b or float('nan'):.1f} | "
+                                f"{col[0]} | {col[1]:.2f} | | ")
+                        f.write(f"{au[0]:.2f} ({chosen_tag(au[1]) if layer != 'vgg16_stack' else au[1]}) | {cs} |\n"
+                                if au else f" | {cs} |\n")
+        print("wrote", a.md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+// sdnn/conv/op/tc_conv.cuh - ops::tc_conv_plan<Policy, T>: a convolution over NHWC bf16/fp16
+// activations on the tensor cores, as the implicit GEMM of conv/op/tc_conv.hpp. It holds a
+// tc_linear_plan of the filter's GEMM view and runs its tiled kernels with the input read in
+// place as the im2col operand (kernels::tc_im2col_x): no im2col buffer, the weight format's
+// skipping (empty blocks, empty tiles) as in the linear layer. Under the plan protocol of
+// core/plan.hpp: the constructor uploads and checks, run() enqueues one kernel on exec.stream and
+// never allocates, frees or synchronises.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "sdnn/conv/op/tc_conv.hpp"
+#include "sdnn/conv/policy/tc_conv.hpp"
+#include "sdnn/core/plan.cuh"
+#include "sdnn/linear/op/tc_linear.cuh"
+
+namespace sdnn::ops {
+
+namespace detail {
+// The im2col operand runs the convolution's large tiles (conv/policy/tc_conv.hpp).
+template <class T, class Tiles>
+struct tc_x_tiles<kernels::tc_im2col_x<T>, Tiles> {
+  using base = Tiles;
+  using small = typename Tiles::small;
+  using large = typename policy::tc_conv_large<Tiles>::type;
+  static constexpr bool vector_store = true;
+};
+}  // namespace detail
+
+template <class Policy, class T>
+class tc_conv_plan {
+ public:
+  using value_type = T;
+  using policy_type = Policy;
+  using linear_plan = tc_linear_plan<Policy, T>;
+  using weights_type = typename linear_plan::weights_type;
+
+  // wg: the filter's GEMM view, K x R*S*C (k = (r * S + s) * C + c), in Policy's format (dense
+  // bf16/fp16, block_sparse_matrix or tile_offsets_matrix). Uploaded once on exec.stream.
+  // opt.max_rows bounds the pixels (batch * OH * OW) of runs that split K (small batches).
+  tc_conv_plan(conv::conv_shape shape, weights_type const& wg, cuda_exec exec, plan_options opt = {})
+      : shape_(checked(shape, wg.rows(), wg.cols())), lin_(wg, exec, opt) {
+    lin_.template prepare_x<kernels::tc_im2col_x<T>>();
+  }
+
+  conv::conv_shape const& shape() const noexcept { return shape_; }
+  std::size_t weight_bytes() const noexcept { return lin_.weight_bytes(); }
+  std::size_t workspace_bytes() const noexcept { return lin_.workspace_bytes(); }
+  std::string describe(std::int64_t batch = 0) const {
+    auto const& s = shape_;
+    std::string d = ::sdnn::detail::concat("tc_conv ", s.C, " x ", s.H, " x ", s.W, " -> ", s.K, " x ", s.OH(), " x ",
+                                           s.OW(), ", ", s.R, " x ", s.S, " stride ", s.stride_h, " x ", s.stride_w,
+                                           " pad ", s.pad_h, " x ", s.pad_w, " dilation ", s.dil_h, " x ", s.dil_w,
+                                           " (NHWC, implicit GEMM); ");
+    return d + lin_.describe(batch * std::int64_t(s.OH()) * s.OW());
+  }
+
+  // y (NHWC, batch x OH x OW x K, of T or float) = epi(conv(x)), x NHWC batch x H x W x C on
+  // the device; epi.bias: device memory, K values (per output channel). Refused before any
+  // launch: a batch whose index arithmetic would overflow (tc_conv_can_run), a null pointer.
+  template <class Out>
+  void run(cuda_exec exec, T const* x, std::int64_t batch, Out* y, basic_epilogue<float> const& epi,
+           workspace ws = {}) const {
+    ::sdnn::detail::implementable(tc_conv_can_run(shape_, batch), 0);
+    auto const& s = shape_;
+    std::int64_t const n = batch * s.OH() * s.OW();
+    SDNN_EXPECTS(n == 0 || (x != nullptr && y != nullptr), "tc_conv: null input or output pointer");
+    kernels::tc_im2col_x<T> xs;
+    xs.x = x;
+    xs.H = s.H;
+    xs.W = s.W;
+    xs.C = s.C;
+    xs.stride_h = s.stride_h;
+    xs.stride_w = s.stride_w;
+    xs.pad_h = s.pad_h;
+    xs.pad_w = s.pad_w;
+    xs.dil_h = s.dil_h;
+    xs.dil_w = s.dil_w;
+    xs.div_c = fast_divmod(s.C);
+    xs.div_s = fast_divmod(s.S);
+    xs.div_ow = fast_divmod(s.OW());
+    xs.div_oh = fast_divmod(s.OH());
+    xs.vec = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && s.C % 8 == 0;
+    lin_.run_x(exec, xs, n, dense_view<Out>{n, s.K, s.K, y}, epi, ws);
+  }
+
+ private:
+  static conv::conv_shape checked(conv::conv_shape s, std::int64_t rows, std::int64_t cols) {
+    s.check();
+    SDNN_EXPECTS_DIMS(rows == s.K && cols == s.filter_size(), "tc_conv: the filter's GEMM view must be K x R*S*C = ",
+                      s.K, " x ", s.filter_size(), ", got ", rows, " x ", cols);
+    ::sdnn::detail::implementable(tc_conv_can_run(s, 1), 0);
+    return s;
+  }
+
+  conv::conv_shape shape_;
+  linear_plan lin_;
+};
+
+}  // namespace sdnn::ops

@@ -1,0 +1,209 @@
+// The tensor-core convolution (implicit GEMM over NHWC) on the device: every weight format, both
+// value types and both output types against the host reference, which builds the im2col matrix
+// explicitly and runs the linear reference on it (the same rounded inputs, sums in float). Odd
+// channel counts (the element-wise gather), stride, padding, dilation, 1x1, batch 1 and 3, K not
+// a multiple of any tile, an empty-block filter; identical bits on a second run; refusals.
+#include "sdnn_gpu_test.cuh"
+#include "sdnn_test_util.hpp"
+
+#include <sdnn/conv/op/tc_conv.cuh>
+#include <sdnn/formats/block_sparse.hpp>
+#include <sdnn/formats/tile_offsets.hpp>
+#include <sdnn/linear/reference/tc_linear.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace sdnn;
+using sdnn_test::download;
+using sdnn_test::error_text;
+using sdnn_test::stream_guard;
+using sdnn_test::upload;
+
+namespace {
+
+// Filter GEMM view K x R*S*C with random values; keep: the fraction of (output block x input
+// block) channel blocks kept for every tap (1: dense), bk x bc channels a block.
+template <class T>
+dense_matrix<T> random_filter(conv::conv_shape const& s, unsigned seed, double keep = 1.0, int bk = 32, int bc = 32) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f), pick(0.f, 1.f);
+  int const kb = (s.K + bk - 1) / bk, cb = (s.C + bc - 1) / bc;
+  std::vector<char> kept(std::size_t(kb) * cb);
+  for (auto& k : kept) k = pick(rng) < keep;
+  dense_matrix<T> w(s.K, s.filter_size());
+  for (int ko = 0; ko < s.K; ++ko)
+    for (int tap = 0; tap < s.R * s.S; ++tap)
+      for (int c = 0; c < s.C; ++c)
+        w(ko, std::int64_t(tap) * s.C + c) = kept[std::size_t(ko / bk) * cb + c / bc] ? T(u(rng)) : T(0.f);
+  return w;
+}
+
+template <class T>
+std::vector<T> random_nhwc(std::int64_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<T> x(static_cast<std::size_t>(count));
+  for (auto& v : x) v = T(u(rng));
+  return x;
+}
+
+// The im2col matrix (batch * OH * OW) x (R * S * C) of an NHWC input, zeros in the padding.
+template <class T>
+dense_matrix<T> im2col(conv::conv_shape const& s, std::int64_t batch, std::vector<T> const& x) {
+  dense_matrix<T> a(batch * s.OH() * s.OW(), s.filter_size());
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (int oh = 0; oh < s.OH(); ++oh)
+      for (int ow = 0; ow < s.OW(); ++ow) {
+        std::int64_t const n = (b * s.OH() + oh) * s.OW() + ow;
+        for (int r = 0; r < s.R; ++r)
+          for (int q = 0; q < s.S; ++q) {
+            int const ih = oh * s.stride_h - s.pad_h + r * s.dil_h, iw = ow * s.stride_w - s.pad_w + q * s.dil_w;
+            for (int c = 0; c < s.C; ++c) {
+              bool const in = ih >= 0 && ih < s.H && iw >= 0 && iw < s.W;
+              a(n, std::int64_t(r * s.S + q) * s.C + c) =
+                  in ? x[std::size_t(((b * s.H + ih) * s.W + iw) * s.C + c)] : T(0.f);
+            }
+          }
+      }
+  return a;
+}
+
+template <class Out>
+constexpr int out_bits() {
+  if constexpr (std::is_same_v<Out, float>) return 24;
+  else if constexpr (std::is_same_v<Out, bf16>) return 8;
+  else return 11;
+}
+
+template <class Policy, class T>
+auto make_weights(dense_matrix<T> const& w, int br, int bc) {
+  if constexpr (std::is_same_v<Policy, policy::tc_dense_mma>) {
+    dense_matrix<T> c(w.rows(), w.cols());
+    std::copy(w.values().begin(), w.values().end(), c.values().begin());
+    return c;
+  } else if constexpr (std::is_same_v<Policy, policy::tc_block_sparse_mma>) {
+    return block_sparse_from_dense(w.view(), br, bc);
+  } else {
+    return tile_offsets_from_dense(w.view());
+  }
+}
+
+// Runs the plan on a random NHWC input and checks every output against the reference:
+//   |y - ref| <= 4 K u S + 2^-p (|ref| + 4 K u S) + 2^-24,   S = sum_k |x_nk w_mk|, u = 2^-24,
+// K = R*S*C: both sides add the same exact float products in different orders (each within
+// K u S of the exact sum, a factor 4 of margin for truncating tensor-core adds), then one
+// rounding to Out (2^-p relative; the inputs are in [-1, 1], so outputs stay normal or are
+// within 2^-24 of zero). Returns Y's bits.
+template <class Policy, class T, class Out>
+std::vector<Out> check_conv(conv::conv_shape const& s, std::int64_t batch, dense_matrix<T> const& wg, unsigned seed,
+                            bool bias_relu, int br = 32, int bc = 32, int x_offset = 0) {
+  INFO(Policy::name << " C=" << s.C << " H=" << s.H << " W=" << s.W << " K=" << s.K << " R=" << s.R << " S=" << s.S
+                    << " stride " << s.stride_h << " pad " << s.pad_h << " dil " << s.dil_h << " batch " << batch);
+  stream_guard sg;
+  auto ex = sg.exec();
+  std::int64_t const in_count = batch * s.H * s.W * s.C, n = batch * s.OH() * s.OW(), m = s.K;
+  auto hx = random_nhwc<T>(in_count, seed);
+  std::vector<T> padded(std::size_t(in_count + x_offset + 8), T(0.f));
+  std::copy(hx.begin(), hx.end(), padded.begin() + x_offset);
+  auto dx = upload(padded, ex);
+  std::vector<float> hb(static_cast<std::size_t>(m));
+  for (std::int64_t i = 0; i < m; ++i) hb[std::size_t(i)] = 0.25f * float(i % 5) - 0.5f;
+  auto db = upload(hb, ex);
+  basic_epilogue<float> epi, epi_host;
+  if (bias_relu) {
+    epi.bias = db.data();
+    epi_host.bias = hb.data();
+    epi.relu = epi_host.relu = true;
+  }
+  auto wt = make_weights<Policy, T>(wg, br, bc);
+  ops::tc_conv_plan<Policy, T> plan(s, wt, ex);
+  INFO(plan.describe(batch));
+  buffer<Out, device_space> dy(std::size_t(std::max<std::int64_t>(n * m, 1)), ex);
+  SDNN_CUDA_CHECK(cudaMemsetAsync(dy.data(), 0xff, dy.size() * sizeof(Out), ex.stream));  // NaN in every type
+  plan.run(ex, dx.data() + x_offset, batch, dy.data(), epi);
+  auto y = download(dy.data(), std::size_t(n * m), ex);
+
+  auto const a = im2col(s, batch, hx);
+  dense_matrix<float> ref(n, m);
+  reference::tc_linear(a.view(), wg.view(), ref.view(), epi_host);
+  double const u = std::ldexp(1.0, -24), rel = std::ldexp(1.0, -out_bits<Out>());
+  std::int64_t const k = s.filter_size();
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < n && bad < 5; ++i)
+    for (std::int64_t j = 0; j < m && bad < 5; ++j) {
+      double sum = 0;
+      for (std::int64_t q = 0; q < k; ++q) sum += std::fabs(double(float(a(i, q))) * double(float(wg(j, q))));
+      double const r = ref(i, j), got = double(static_cast<float>(y[std::size_t(i * m + j)]));
+      double const acc = 4.0 * double(k) * u * sum;
+      if (!(std::fabs(got - r) <= acc + rel * (std::fabs(r) + acc) + u)) {
+        ++bad;
+        UNSCOPED_INFO("y(" << i << ", " << j << ") = " << got << ", reference " << r << ", sum |x w| " << sum);
+      }
+    }
+  CHECK(bad == 0);
+  plan.run(ex, dx.data() + x_offset, batch, dy.data(), epi);
+  auto y2 = download(dy.data(), std::size_t(n * m), ex);
+  CHECK(std::memcmp(y.data(), y2.data(), y.size() * sizeof(Out)) == 0);
+  return y;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("tc_conv: every weight format against the im2col reference, odd shapes", "[cuda][tc_conv]", bf16,
+                   fp16) {
+  using T = TestType;
+  struct layer {
+    conv::conv_shape s;
+    std::int64_t batch;
+  };
+  std::vector<layer> const layers = {
+      {conv::conv_shape::conv2d(32, 9, 7, 40, 3, 3, 1, 1), 3},     // 3x3 pad 1, K not a tile multiple, odd H and W
+      {conv::conv_shape::conv2d(64, 12, 10, 64, 3, 3, 2, 0), 1},   // stride 2, no padding
+      {conv::conv_shape::conv2d(64, 7, 7, 96, 1, 1), 2},           // 1x1
+      {conv::conv_shape::conv2d(16, 11, 13, 24, 3, 3, 1, 2, 2), 2}, // dilation 2, padding 2, C < BK (pieces cross taps)
+      {conv::conv_shape::conv2d(12, 8, 9, 20, 3, 3, 1, 1), 2},     // C % 8 != 0: the element-wise gather
+      {conv::conv_shape::conv2d(3, 15, 15, 16, 3, 3, 1, 1), 1},    // C = 3 (a first layer)
+      {conv::conv_shape::conv2d(32, 5, 5, 32, 5, 5, 1, 2), 1},     // 5x5, batch 1: few pixels (the small tile)
+  };
+  unsigned seed = 11;
+  for (auto const& l : layers) {
+    auto const wd = random_filter<T>(l.s, seed++);
+    check_conv<policy::tc_dense_mma, T, T>(l.s, l.batch, wd, seed++, true);
+    check_conv<policy::tc_dense_mma, T, float>(l.s, l.batch, wd, seed++, false);
+    auto const wb = random_filter<T>(l.s, seed++, 0.4, 32, 32);  // about 60 % of the channel blocks empty
+    check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, wb, seed++, true, 32, 32);
+    check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, wb, seed++, true, 16, 16);
+    check_conv<policy::tc_tile_offsets_mma, T, T>(l.s, l.batch, wb, seed++, true);
+  }
+}
+
+TEST_CASE("tc_conv: unaligned input, an all-zero filter, a VGG-like layer", "[cuda][tc_conv]") {
+  auto const s = conv::conv_shape::conv2d(64, 14, 14, 128, 3, 3, 1, 1);
+  auto const w = random_filter<bf16>(s, 5, 0.25, 32, 32);
+  check_conv<policy::tc_block_sparse_mma, bf16, bf16>(s, 4, w, 6, true, 32, 32, /*x_offset=*/3);  // gather path
+  check_conv<policy::tc_block_sparse_mma, bf16, bf16>(s, 4, w, 7, true, 64, 32);
+  auto const z = random_filter<bf16>(s, 8, 0.0, 32, 32);
+  auto const y = check_conv<policy::tc_block_sparse_mma, bf16, float>(s, 2, z, 9, false);
+  for (float v : y) REQUIRE(v == 0.f);  // no stored block: every output is the (zero) epilogue of 0
+}
+
+TEST_CASE("tc_conv: refusals before any launch", "[cuda][tc_conv]") {
+  stream_guard sg;
+  auto ex = sg.exec();
+  auto const s = conv::conv_shape::conv2d(16, 8, 8, 32, 3, 3, 1, 1);
+  dense_matrix<bf16> wrong(32, 16 * 9 + 1);
+  CHECK(error_text([&] { ops::tc_conv_plan<policy::tc_dense_mma, bf16> p(s, wrong, ex); }).find("K x R*S*C") !=
+        std::string::npos);
+  dense_matrix<bf16> w(32, 16 * 9);
+  ops::tc_conv_plan<policy::tc_dense_mma, bf16> plan(s, w, ex);
+  bf16* y = nullptr;
+  CHECK(error_text([&] { plan.run(ex, static_cast<bf16 const*>(nullptr), 2, y, {}); }).find("null") != std::string::npos);
+  CHECK(error_text([&] { plan.run(ex, static_cast<bf16 const*>(nullptr), std::int64_t(1) << 31, y, {}); })
+            .find("2^31") != std::string::npos);
+  plan.run(ex, static_cast<bf16 const*>(nullptr), 0, y, {});  // an empty batch runs nothing
+}
