@@ -239,7 +239,8 @@ double max_rel_diff(T const* a, T const* b, std::int64_t n) {
 
 struct row {
   std::string path, structure;
-  double sparsity = 0;
+  double sparsity = 0;  // of the weights as pruned (channel blocks: the share of blocks dropped)
+  double target = 0;    // the --sparsity asked for
   timing t;
   double check = -1;  // max relative difference to cuDNN's output of the same weights (-1: not checked)
   std::string note;
@@ -271,6 +272,7 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
 
   std::vector<row> rows;
   std::string cudnn_desc;
+  double target = 0;  // the sparsity asked for, recorded in the rows made under it
   // A cuDNN plan of (shape, GEMM view); its output into `out`.
   auto cudnn_time = [&](conv::conv_shape const& cs, dense_view<T const> w, std::vector<float> const& b, T* in, T* out,
                         bool conv_only, std::string* desc) {
@@ -294,7 +296,7 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
   auto sdnn_time = [&](auto policy_tag, auto const& weights, std::string const& path, std::string const& structure,
                        double sp, T const* ref) {
     using P = decltype(policy_tag);
-    row r{path, structure, sp};
+    row r{path, structure, sp, target};
     try {
       ops::tc_conv_plan<P, T> plan(s, weights, ex);
       r.t = measure([&] { plan.run(ex, dx.data(), batch, dy.data(), epi); });
@@ -308,7 +310,7 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
   };
   // The automatic plan on the same weights: its time, and what it chose.
   auto auto_time = [&](dense_matrix<T> const& w, std::string const& structure, double sp) {
-    row r{"automatic", structure, sp};
+    row r{"automatic", structure, sp, target};
     try {
       ops::conv16_auto_plan<T> plan(s, batch, std::as_const(w).view(), bias, true, false, ex);
       r.t = measure([&] { plan.run(ex, dx.data(), dy.data()); });
@@ -326,6 +328,7 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
     auto_time(wg, "dense", 0);
   }
   for (double sp : g_opt.sparsity) {
+    target = sp;
     for (auto [bko, bc] : g_opt.blocks) {
       if (s.K % bko || s.C % bc) continue;
       std::string const st = "cb" + std::to_string(bko) + "x" + std::to_string(bc);
@@ -353,7 +356,7 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
     for (int k = 0; k < kk; ++k)
       for (std::int64_t j = 0; j < cs.filter_size(); ++j) cw(k, j) = wg(k, j);
     std::vector<float> cb(bias.begin(), bias.begin() + kk);
-    row r{"cudnn_compact", "filters", 1.0 - double(kk) * kc / (double(s.K) * s.C)};
+    row r{"cudnn_compact", "filters", 1.0 - double(kk) * kc / (double(s.K) * s.C), sp};
     try {
       r.t = cudnn_time(cs, std::as_const(cw).view(), cb, dx.data(), dy.data(), false, nullptr);
       r.note = "K " + std::to_string(kk) + " of " + std::to_string(s.K) + ", C " + std::to_string(kc) + " of " +
@@ -375,6 +378,7 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
     j.str("layer", L.name).num("count", L.count).num("batch", double(batch)).str("type", tname);
     j.num("C", s.C).num("H", s.H).num("W", s.W).num("K", s.K).num("R", s.R).num("S", s.S).num("stride", s.stride_h);
     j.num("pad", s.pad_h).str("path", r.path).str("structure", r.structure).num("sparsity", r.sparsity);
+    j.num("target_sparsity", r.structure == "dense" ? 0.0 : r.target);
     j.num("time_us", r.t.med_s * 1e6).num("min_us", r.t.min_s * 1e6).num("reps", g_opt.reps);
     j.num("speedup_vs_cudnn", base / r.t.med_s).num("cudnn_us", base * 1e6);
     auto f = fp16_time.find(key);
@@ -443,10 +447,12 @@ void run_stack(std::int64_t batch) {
     base.push_back(std::make_unique<vendor::cudnn_conv2d_nhwc<T>>(net[i].s, batch, std::as_const(dense[i]).view(),
                                                                    biases[i], true, net[i].pool, ex));
   timing const tb = time_stack(base);
+  double target = 0;
   auto emit = [&](std::string const& path, std::string const& structure, double sp, timing const& t, std::string const& note) {
     json_line j;
     j.str("layer", "vgg16_stack").num("batch", double(batch)).str("type", value_type_name<T>()).str("path", path);
-    j.str("structure", structure).num("sparsity", sp).num("time_us", t.med_s * 1e6).num("min_us", t.min_s * 1e6);
+    j.str("structure", structure).num("sparsity", sp).num("target_sparsity", target).num("time_us", t.med_s * 1e6);
+    j.num("min_us", t.min_s * 1e6);
     j.num("reps", g_opt.reps).num("speedup_vs_cudnn", tb.med_s / t.med_s).str("note", note);
     j.emit();
     std::printf("vgg16_stack    b=%-4lld %s %-16s %-9s %.2f  %9.1f us  x%.2f\n", (long long)batch,
@@ -455,6 +461,7 @@ void run_stack(std::int64_t batch) {
   emit("cudnn", "dense", 0, tb, "");
   for (double sp : g_opt.sparsity)
     for (auto const& shape_pair : g_opt.blocks) {
+      target = sp;
       int const bko = shape_pair.first, bc = shape_pair.second;
       std::string const st = "cb" + std::to_string(bko) + "x" + std::to_string(bc);
       std::vector<std::unique_ptr<ops::conv16_auto_plan<T>>> plans;

@@ -70,4 +70,43 @@ V const& implementable(plan_status const& st, V const& v) {
   return v;
 }
 
+// Plan-time timing of candidate runs the way the benchmarks time them: each run alone between two
+// events on the plan's stream, after a flush of the L2 cache (a memset of twice its size, not
+// timed), so that the ranking a plan makes matches what bench_* measures. Synchronises per run.
+class flushed_timer {
+ public:
+  explicit flushed_timer(cuda_exec exec) : exec_(exec) {
+    int dev = 0, l2 = 0;
+    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
+    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    flush_ = buffer<unsigned char, device_space>(std::size_t(2) * std::size_t(l2 > 0 ? l2 : 1 << 20), exec);
+    SDNN_CUDA_CHECK(cudaEventCreate(&a_));
+    SDNN_CUDA_CHECK(cudaEventCreate(&b_));
+  }
+  flushed_timer(flushed_timer const&) = delete;
+  flushed_timer& operator=(flushed_timer const&) = delete;
+  ~flushed_timer() {
+    if (a_) cudaEventDestroy(a_);
+    if (b_) cudaEventDestroy(b_);
+  }
+  // Milliseconds of one run of f() (which enqueues on the timer's stream).
+  template <class F>
+  float operator()(F&& f) {
+    SDNN_CUDA_CHECK(cudaMemsetAsync(flush_.data(), ++turn_ & 0xff, flush_.size(), exec_.stream));
+    SDNN_CUDA_CHECK(cudaEventRecord(a_, exec_.stream));
+    f();
+    SDNN_CUDA_CHECK(cudaEventRecord(b_, exec_.stream));
+    SDNN_CUDA_CHECK(cudaEventSynchronize(b_));
+    float ms = 0;
+    SDNN_CUDA_CHECK(cudaEventElapsedTime(&ms, a_, b_));
+    return ms;
+  }
+
+ private:
+  cuda_exec exec_;
+  buffer<unsigned char, device_space> flush_;
+  cudaEvent_t a_ = nullptr, b_ = nullptr;
+  int turn_ = 0;
+};
+
 }  // namespace sdnn::detail

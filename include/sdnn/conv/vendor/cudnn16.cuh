@@ -40,8 +40,6 @@ struct cudnn_conv16_choice {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   std::size_t workspace = 0;  // bytes cuDNN needs for algo
   float time_ms = 0;          // its time when searched: cuDNN's, or the plan's median when re-timed
-  int fused = -1;             // with bias + ReLU: 1 the fused call was the faster, 0 the separate pass
-                              // (or fusion failed), -1 not yet tried
 };
 
 namespace detail {
@@ -78,7 +76,7 @@ inline void cudnn_conv16_cache_clear() {
 struct cudnn_conv16_options {
   // Bias + ReLU inside cudnnConvolutionBiasActivationForward when relu is set, a trial call at
   // plan time succeeds for the chosen algorithm and it is faster than the separate pass, both
-  // timed at plan time (cuDNN then adds the bias rounded to T); otherwise cudnnConvolutionForward
+  // timed by this plan (cuDNN then adds the bias rounded to T); otherwise cudnnConvolutionForward
   // and one elementwise pass (the bias in float, on the output rounded to T).
   bool fuse = true;
   bool own_workspace = true;  // false: every run() is given a workspace of workspace_bytes()
@@ -254,17 +252,16 @@ class cudnn_conv2d_nhwc {
     ++cache.searches;
     searched_ = true;
     // cuDNN times each algorithm once, so its order between close candidates changes from run to
-    // run: the (up to) four fastest that succeeded are timed again here, median of 7 runs after 2.
+    // run: the (up to) four fastest that succeeded are timed again here, median of 7 runs after 2,
+    // each after an L2 flush.
     std::vector<cudnn_conv16_choice> top;
     for (int i = 0; i < returned && top.size() < 4; ++i)  // sorted fastest first
       if (perf[i].status == CUDNN_STATUS_SUCCESS) top.push_back({perf[i].algo, perf[i].mathType, perf[i].memory, perf[i].time});
     SDNN_EXPECTS(!top.empty(), name(), ": cuDNN found no forward algorithm for this layer (", returned, " tried)");
     if (top.size() > 1) {
       device_buffer<T> x(static_cast<std::size_t>(x_elements()), own), y(static_cast<std::size_t>(pixels() * s_.K), own);
-      SDNN_CUDA_CHECK(cudaMemsetAsync(x.data(), 0, x.size() * sizeof(T), own.stream));
-      cudaEvent_t a = nullptr, b = nullptr;
-      SDNN_CUDA_CHECK(cudaEventCreate(&a));
-      SDNN_CUDA_CHECK(cudaEventCreate(&b));
+      SDNN_CUDA_CHECK(cudaMemsetAsync(x.data(), 0x3c, x.size() * sizeof(T), own.stream));
+      ::sdnn::detail::flushed_timer time(own);
       float const one = 1.0f, zero = 0.0f;
       float best = 0;
       cudnn_conv16_choice chosen = top.front();
@@ -273,14 +270,11 @@ class cudnn_conv2d_nhwc {
         SDNN_CUDNN_CHECK(cudnnSetConvolutionMathType(d_.c, c.math));
         std::vector<float> t;
         for (int r = 0; r < 9; ++r) {
-          SDNN_CUDA_CHECK(cudaEventRecord(a, own.stream));
-          SDNN_CUDNN_CHECK(cudnnConvolutionForward(d_.h, &one, d_.x, to_native(x.data()), d_.f, to_native(w_.data()), d_.c,
-                                                   c.algo, c.workspace ? ws.data() : nullptr, c.workspace, &zero, d_.y,
-                                                   to_native(y.data())));
-          SDNN_CUDA_CHECK(cudaEventRecord(b, own.stream));
-          SDNN_CUDA_CHECK(cudaEventSynchronize(b));
-          float ms = 0;
-          SDNN_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+          float const ms = time([&] {
+            SDNN_CUDNN_CHECK(cudnnConvolutionForward(d_.h, &one, d_.x, to_native(x.data()), d_.f, to_native(w_.data()),
+                                                     d_.c, c.algo, c.workspace ? ws.data() : nullptr, c.workspace,
+                                                     &zero, d_.y, to_native(y.data())));
+          });
           if (r >= 2) t.push_back(ms);
         }
         std::sort(t.begin(), t.end());
@@ -290,8 +284,6 @@ class cudnn_conv2d_nhwc {
           chosen = c;
         }
       }
-      SDNN_CUDA_CHECK(cudaEventDestroy(a));
-      SDNN_CUDA_CHECK(cudaEventDestroy(b));
       top.front() = chosen;
     }
     choice_ = top.front();
@@ -307,18 +299,10 @@ class cudnn_conv2d_nhwc {
     host_buffer<T> hb(static_cast<std::size_t>(s_.K));
     for (std::size_t k = 0; k < hb.size(); ++k) hb[k] = T(bias.empty() ? 0.0f : bias[k]);
     tbias_ = copy_to<device_space>(hb, own);
-    if (choice_.fused >= 0) {  // decided by an earlier plan of this layer (cached with the algorithm)
-      fused_ = choice_.fused == 1;
-      if (!fused_) {
-        tbias_ = device_buffer<T>();
-        fusion_note_ = "the separate pass (decided by an earlier plan of this layer)";
-      }
-      return;
-    }
     device_buffer<T> x(static_cast<std::size_t>(batch_ * s_.H * s_.W * s_.C), own);
     device_buffer<T> y(static_cast<std::size_t>(pixels() * s_.K), own);
     device_buffer<unsigned char> ws(choice_.workspace, own);
-    SDNN_CUDA_CHECK(cudaMemsetAsync(x.data(), 0, x.size() * sizeof(T), own.stream));
+    SDNN_CUDA_CHECK(cudaMemsetAsync(x.data(), 0x3c, x.size() * sizeof(T), own.stream));
     float const one = 1.0f, zero = 0.0f;
     cudnnStatus_t const st = cudnnConvolutionBiasActivationForward(
         d_.h, &one, d_.x, to_native(x.data()), d_.f, to_native(w_.data()), d_.c, choice_.algo, ws.data(), choice_.workspace,
@@ -329,25 +313,12 @@ class cudnn_conv2d_nhwc {
       tbias_ = device_buffer<T>();
     }
     SDNN_CUDA_CHECK(cudaStreamSynchronize(own.stream));  // the trial's errors surface here, not in a later run
-    if (!fused_) {
-      remember_fusion();
-      return;
-    }
+    if (!fused_) return;
     // The fused call is not always the faster: for some layers cuDNN's fused kernels are slower
     // than its convolution plus the separate pass. Both are timed, alternately (3 warm-up rounds,
-    // then the median of 9), and the faster kept, for this plan and later plans of the layer.
-    cudaEvent_t a = nullptr, b = nullptr;
-    SDNN_CUDA_CHECK(cudaEventCreate(&a));
-    SDNN_CUDA_CHECK(cudaEventCreate(&b));
-    auto time = [&](auto&& f) {
-      SDNN_CUDA_CHECK(cudaEventRecord(a, own.stream));
-      f();
-      SDNN_CUDA_CHECK(cudaEventRecord(b, own.stream));
-      SDNN_CUDA_CHECK(cudaEventSynchronize(b));
-      float ms = 0;
-      SDNN_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-      return ms;
-    };
+    // then the median of 9), and the faster kept. Per plan, not cached: the same fused call ran at
+    // different speeds in plans of the same layer (each plan has its own cuDNN handle).
+    ::sdnn::detail::flushed_timer time(own);
     auto fused_call = [&] {
       SDNN_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
           d_.h, &one, d_.x, to_native(x.data()), d_.f, to_native(w_.data()), d_.c, choice_.algo, ws.data(),
@@ -368,25 +339,12 @@ class cudnn_conv2d_nhwc {
     std::sort(tf.begin(), tf.end());
     std::sort(ts.begin(), ts.end());
     float const t_fused = tf[tf.size() / 2], t_split = ts[ts.size() / 2];
-    SDNN_CUDA_CHECK(cudaEventDestroy(a));
-    SDNN_CUDA_CHECK(cudaEventDestroy(b));
     if (t_split < t_fused) {
       fused_ = false;
       tbias_ = device_buffer<T>();
       fusion_note_ = ::sdnn::detail::concat("the separate pass was faster (", t_split * 1e3f, " us against ",
                                             t_fused * 1e3f, " us fused)");
     }
-    remember_fusion();
-  }
-  // Caches this plan's fused / separate decision with the layer's algorithm choice.
-  void remember_fusion() {
-    choice_.fused = fused_ ? 1 : 0;
-    int dev = 0;
-    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
-    auto& cache = detail::conv16_cache();
-    std::lock_guard<std::mutex> lock(cache.mu);
-    auto it = cache.choices.find(detail::conv16_key(s_, batch_, data_type, dev));
-    if (it != cache.choices.end()) it->second.fused = choice_.fused;
   }
 
   conv::conv_shape s_;
