@@ -6,7 +6,23 @@
 #include <random>
 #include <vector>
 
+#include <sdnn/core/types.hpp>
+
 namespace sdnn_test {
+
+// Float values converted to T (one rounding each), and back.
+template <class T>
+std::vector<T> to_t(std::vector<float> const& v) {
+  std::vector<T> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = sdnn::value_cast<T>(v[i]);
+  return r;
+}
+template <class T>
+std::vector<float> to_f(std::vector<T> const& v) {
+  std::vector<float> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = sdnn::value_cast<float>(v[i]);
+  return r;
+}
 
 // n integers in [lo, hi] as floats (sums of their products are exact: tests compare with ==).
 inline std::vector<float> small_ints(std::size_t n, int lo, int hi, std::uint32_t seed) {

@@ -1,13 +1,19 @@
-// Shared helpers of the 16-bit tensor-core linear tests (test_linear_tc.cu, test_linear_tc_auto.cu):
-// seeded random dense matrices and the significand bits of each output type. Host-only.
+// Shared helpers of the 16-bit tensor-core tests (linear and convolution): seeded random values and
+// dense matrices, the significand bits of each output type, and the weights of a tensor-core policy
+// made from a dense matrix. Host-only.
 #pragma once
 
 #include <sdnn/core/numeric.hpp>
+#include <sdnn/formats/block_sparse.hpp>
 #include <sdnn/formats/dense.hpp>
+#include <sdnn/formats/tile_offsets.hpp>
+#include <sdnn/linear/policy/tensor_core.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <type_traits>
+#include <vector>
 
 namespace sdnn_test {
 
@@ -20,6 +26,31 @@ sdnn::dense_matrix<T> random_matrix(std::int64_t rows, std::int64_t cols, unsign
   sdnn::dense_matrix<T> a(rows, cols);
   for (auto& v : a.values()) v = T(u(rng));
   return a;
+}
+
+// n values drawn uniformly from [lo, hi) and rounded to T.
+template <class T>
+std::vector<T> random_vector(std::int64_t n, unsigned seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = T(u(rng));
+  return v;
+}
+
+// The weights of tensor-core policy Policy made from a dense host matrix: a copy (dense), blocks of
+// br x bc, or 64 x 64 tile offsets.
+template <class Policy, class T>
+auto make_tc_weights(sdnn::dense_matrix<T> const& w, int br = 32, int bc = 32) {
+  if constexpr (std::is_same_v<Policy, sdnn::policy::tc_dense_mma>) {
+    sdnn::dense_matrix<T> c(w.rows(), w.cols());
+    std::copy(w.values().begin(), w.values().end(), c.values().begin());
+    return c;
+  } else if constexpr (std::is_same_v<Policy, sdnn::policy::tc_block_sparse_mma>) {
+    return sdnn::block_sparse_from_dense(w.view(), br, bc);
+  } else {
+    return sdnn::tile_offsets_from_dense(w.view());
+  }
 }
 
 // The significand bits p of Out (its unit roundoff is 2^-p).

@@ -32,19 +32,9 @@ using namespace sdnn::conv;
 
 namespace {
 using sdnn_test::small_ints;  // tests/common/sdnn_conv_fixtures.hpp
+using sdnn_test::to_t;
+using sdnn_test::to_f;
 using sdnn_test::reals;
-template <class T>
-std::vector<T> to_t(std::vector<float> const& v) {
-  std::vector<T> r(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) r[i] = value_cast<T>(v[i]);
-  return r;
-}
-template <class T>
-std::vector<float> to_f(std::vector<T> const& v) {
-  std::vector<float> r(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) r[i] = value_cast<float>(v[i]);
-  return r;
-}
 using sdnn_test::upload;  // tests/common/sdnn_gpu_test.cuh
 
 // Runs the kernel for one forced config (through its direct_conv_plan); returns the output as floats.

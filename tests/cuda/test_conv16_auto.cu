@@ -2,6 +2,7 @@
 // allowed mask) and its own choice against the host reference on the same rounded inputs, with
 // bias, ReLU and the 2x2 pool; the choice, its reason and the process cache; refusals.
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_tc_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/conv/gemm_weights.hpp>
@@ -22,15 +23,6 @@ using sdnn_test::upload;
 
 namespace {
 
-template <class T>
-std::vector<T> random_values(std::int64_t n, unsigned seed, float scale = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<T> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = T(u(rng));
-  return v;
-}
-
 // Runs the plan and checks it against conv::reference::conv2d_nhwc (float, before rounding):
 //   |y - a| <= 2u (|a| + b) + 2^-12 (A + b) + 2^-24,   b = max |bias|, A = sum |w||x|
 // (largest in the pool window): one rounding to T, or two on the cuDNN path (its convolution
@@ -41,7 +33,7 @@ std::string check(conv::conv_shape const& s, std::int64_t batch, dense_matrix<T>
                   unsigned seed) {
   stream_guard sg;
   auto ex = sg.exec();
-  auto const hx = random_values<T>(batch * s.H * s.W * s.C, seed);
+  auto const hx = sdnn_test::random_vector<T>(batch * s.H * s.W * s.C, seed);
   std::vector<float> bias(static_cast<std::size_t>(s.K));
   for (int k = 0; k < s.K; ++k) bias[std::size_t(k)] = 0.125f * float(k % 5) - 0.25f;
   ops::conv16_auto_options opt;
@@ -85,7 +77,7 @@ TEMPLATE_TEST_CASE("conv16_auto: every path and the choice against the reference
   auto const s = conv::conv_shape::conv2d(64, 10, 9, 64, 3, 3, 1, 1);
   auto const dense = [&] {
     dense_matrix<T> w(s.K, s.filter_size());
-    auto const v = random_values<T>(s.K * s.filter_size(), 3, 0.2f);
+    auto const v = sdnn_test::random_vector<T>(s.K * s.filter_size(), 3, -0.2f, 0.2f);
     std::copy(v.begin(), v.end(), w.values().begin());
     return w;
   }();
@@ -102,12 +94,12 @@ TEMPLATE_TEST_CASE("conv16_auto: every path and the choice against the reference
   // A first layer (C = 3) and a strided 1x1.
   auto const s1 = conv::conv_shape::conv2d(3, 17, 15, 32, 3, 3, 1, 1);
   dense_matrix<T> w1(s1.K, s1.filter_size());
-  auto const v1 = random_values<T>(s1.K * s1.filter_size(), 11, 0.3f);
+  auto const v1 = sdnn_test::random_vector<T>(s1.K * s1.filter_size(), 11, -0.3f, 0.3f);
   std::copy(v1.begin(), v1.end(), w1.values().begin());
   check<T>(s1, 2, w1, true, ops::conv16_all_paths, 12);
   auto const s2 = conv::conv_shape::conv2d(64, 14, 14, 128, 1, 1, 2, 0);
   dense_matrix<T> w2(s2.K, s2.filter_size());
-  auto const v2 = random_values<T>(s2.K * s2.filter_size(), 13, 0.3f);
+  auto const v2 = sdnn_test::random_vector<T>(s2.K * s2.filter_size(), 13, -0.3f, 0.3f);
   std::copy(v2.begin(), v2.end(), w2.values().begin());
   check<T>(s2, 3, w2, false, ops::conv16_all_paths, 14);
 }
@@ -117,7 +109,7 @@ TEST_CASE("conv16_auto: the reason names the timed candidates; a second plan rea
   auto ex = sg.exec();
   auto const s = conv::conv_shape::conv2d(32, 12, 12, 32, 3, 3, 1, 1);
   dense_matrix<bf16> w(s.K, s.filter_size());
-  auto const v = random_values<bf16>(s.K * s.filter_size(), 21, 0.2f);
+  auto const v = sdnn_test::random_vector<bf16>(s.K * s.filter_size(), 21, -0.2f, 0.2f);
   std::copy(v.begin(), v.end(), w.values().begin());
   auto const pruned = conv::prune_channel_blocks(s, std::as_const(w).view(), 16, 16, 0.75).gemm;
   ops::conv16_auto_plan<bf16> a(s, 4, std::as_const(pruned).view(), {}, true, false, ex);

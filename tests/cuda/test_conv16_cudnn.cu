@@ -29,13 +29,8 @@ using namespace sdnn::conv;
 
 namespace {
 using sdnn_test::reals;
+using sdnn_test::to_t;
 
-template <class T>
-std::vector<T> to_t(std::vector<float> const& v) {
-  std::vector<T> r(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) r[i] = T(v[i]);
-  return r;
-}
 
 struct layer_case {
   char const* name;

@@ -1,11 +1,14 @@
 // The tensor-core convolution (implicit GEMM over NHWC) on the device: every weight format, both
 // value types and both output types against the host reference, which builds the im2col matrix
-// explicitly and runs the linear reference on it (the same rounded inputs, sums in float). Odd
-// channel counts (the element-wise gather), stride, padding, dilation, 1x1, batch 1 and 3, K not
-// a multiple of any tile, an empty-block filter; identical bits on a second run; refusals.
+// explicitly (conv::im2col_nhwc) and runs the linear reference on it (the same rounded inputs, sums
+// in float). Odd channel counts (the element-wise gather), stride, padding, dilation, 1x1, batch 1
+// and 3, K not a multiple of any tile, an empty-block filter; identical bits on a second run;
+// refusals.
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_tc_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
+#include <sdnn/conv/nhwc.hpp>
 #include <sdnn/conv/op/tc_conv.cuh>
 #include <sdnn/formats/block_sparse.hpp>
 #include <sdnn/formats/tile_offsets.hpp>
@@ -43,56 +46,6 @@ dense_matrix<T> random_filter(conv::conv_shape const& s, unsigned seed, double k
   return w;
 }
 
-template <class T>
-std::vector<T> random_nhwc(std::int64_t count, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<T> x(static_cast<std::size_t>(count));
-  for (auto& v : x) v = T(u(rng));
-  return x;
-}
-
-// The im2col matrix (batch * OH * OW) x (R * S * C) of an NHWC input, zeros in the padding.
-template <class T>
-dense_matrix<T> im2col(conv::conv_shape const& s, std::int64_t batch, std::vector<T> const& x) {
-  dense_matrix<T> a(batch * s.OH() * s.OW(), s.filter_size());
-  for (std::int64_t b = 0; b < batch; ++b)
-    for (int oh = 0; oh < s.OH(); ++oh)
-      for (int ow = 0; ow < s.OW(); ++ow) {
-        std::int64_t const n = (b * s.OH() + oh) * s.OW() + ow;
-        for (int r = 0; r < s.R; ++r)
-          for (int q = 0; q < s.S; ++q) {
-            int const ih = oh * s.stride_h - s.pad_h + r * s.dil_h, iw = ow * s.stride_w - s.pad_w + q * s.dil_w;
-            for (int c = 0; c < s.C; ++c) {
-              bool const in = ih >= 0 && ih < s.H && iw >= 0 && iw < s.W;
-              a(n, std::int64_t(r * s.S + q) * s.C + c) =
-                  in ? x[std::size_t(((b * s.H + ih) * s.W + iw) * s.C + c)] : T(0.f);
-            }
-          }
-      }
-  return a;
-}
-
-template <class Out>
-constexpr int out_bits() {
-  if constexpr (std::is_same_v<Out, float>) return 24;
-  else if constexpr (std::is_same_v<Out, bf16>) return 8;
-  else return 11;
-}
-
-template <class Policy, class T>
-auto make_weights(dense_matrix<T> const& w, int br, int bc) {
-  if constexpr (std::is_same_v<Policy, policy::tc_dense_mma>) {
-    dense_matrix<T> c(w.rows(), w.cols());
-    std::copy(w.values().begin(), w.values().end(), c.values().begin());
-    return c;
-  } else if constexpr (std::is_same_v<Policy, policy::tc_block_sparse_mma>) {
-    return block_sparse_from_dense(w.view(), br, bc);
-  } else {
-    return tile_offsets_from_dense(w.view());
-  }
-}
-
 // Runs the plan on a random NHWC input and checks every output against the reference:
 //   |y - ref| <= 4 K u S + 2^-p (|ref| + 4 K u S) + 2^-24,   S = sum_k |x_nk w_mk|, u = 2^-24,
 // K = R*S*C: both sides add the same exact float products in different orders (each within
@@ -107,7 +60,7 @@ std::vector<Out> check_conv(conv::conv_shape const& s, std::int64_t batch, dense
   stream_guard sg;
   auto ex = sg.exec();
   std::int64_t const in_count = batch * s.H * s.W * s.C, n = batch * s.OH() * s.OW(), m = s.K;
-  auto hx = random_nhwc<T>(in_count, seed);
+  auto hx = sdnn_test::random_vector<T>(in_count, seed);
   std::vector<T> padded(std::size_t(in_count + x_offset + 8), T(0.f));
   std::copy(hx.begin(), hx.end(), padded.begin() + x_offset);
   auto dx = upload(padded, ex);
@@ -120,7 +73,7 @@ std::vector<Out> check_conv(conv::conv_shape const& s, std::int64_t batch, dense
     epi_host.bias = hb.data();
     epi.relu = epi_host.relu = true;
   }
-  auto wt = make_weights<Policy, T>(wg, br, bc);
+  auto wt = sdnn_test::make_tc_weights<Policy, T>(wg, br, bc);
   ops::tc_conv_plan<Policy, T> plan(s, wt, ex);
   INFO(plan.describe(batch));
   buffer<Out, device_space> dy(std::size_t(std::max<std::int64_t>(n * m, 1)), ex);
@@ -128,10 +81,10 @@ std::vector<Out> check_conv(conv::conv_shape const& s, std::int64_t batch, dense
   plan.run(ex, dx.data() + x_offset, batch, dy.data(), epi);
   auto y = download(dy.data(), std::size_t(n * m), ex);
 
-  auto const a = im2col(s, batch, hx);
+  auto const a = conv::im2col_nhwc(s, batch, hx.data());
   dense_matrix<float> ref(n, m);
   reference::tc_linear(a.view(), wg.view(), ref.view(), epi_host);
-  double const u = std::ldexp(1.0, -24), rel = std::ldexp(1.0, -out_bits<Out>());
+  double const u = std::ldexp(1.0, -24), rel = std::ldexp(1.0, -sdnn_test::out_bits<Out>());
   std::int64_t const k = s.filter_size();
   std::int64_t bad = 0;
   for (std::int64_t i = 0; i < n && bad < 5; ++i)

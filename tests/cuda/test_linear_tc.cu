@@ -24,6 +24,7 @@ using namespace sdnn;
 using sdnn_test::download;
 using sdnn_test::error_text;
 using sdnn_test::has;
+using sdnn_test::make_tc_weights;
 using sdnn_test::out_bits;
 using sdnn_test::random_matrix;
 using sdnn_test::stream_guard;
@@ -52,19 +53,6 @@ double half_subnormal_step() {
   else return std::ldexp(1.0, -25);
 }
 
-// The weights of a policy, made from a dense host matrix.
-template <class Policy, class T>
-auto make_weights(dense_matrix<T> const& w, int br = 32, int bc = 32) {
-  if constexpr (std::is_same_v<Policy, policy::tc_dense_mma>) {
-    dense_matrix<T> c(w.rows(), w.cols());
-    std::copy(w.values().begin(), w.values().end(), c.values().begin());
-    return c;
-  } else if constexpr (std::is_same_v<Policy, policy::tc_block_sparse_mma>) {
-    return block_sparse_from_dense(w.view(), br, bc);
-  } else {
-    return tile_offsets_from_dense(w.view());
-  }
-}
 template <class T>
 dense_view<T const> ref_view(dense_matrix<T> const& w) {
   return w.view();
@@ -180,7 +168,7 @@ std::vector<Out> check_against_reference(W const& w, std::int64_t m, std::int64_
 template <class Policy, class T, class Out>
 void check_policy(dense_matrix<T> const& w, std::int64_t n, unsigned seed, run_options o = {}, int br = 32, int bc = 32,
                   std::string const& what = "") {
-  auto wt = make_weights<Policy, T>(w, br, bc);
+  auto wt = make_tc_weights<Policy, T>(w, br, bc);
   auto x = random_matrix<T>(n, w.cols(), seed);
   check_against_reference<Policy, T, Out>(wt, w.rows(), w.cols(), x, o, what);
 }
@@ -278,10 +266,10 @@ TEMPLATE_TEST_CASE("tc_linear: empty rows, empty and full blocks, zero matrix, e
   e(3, 3) = T(tiny);
   e(3, 4) = T(big);
   auto xe = random_matrix<T>(6, 48, 27, 0.5f, 1.f);
-  check_against_reference<policy::tc_tile_offsets_mma, T, T>(make_weights<policy::tc_tile_offsets_mma>(e), 40, 48, xe);
-  check_against_reference<policy::tc_block_sparse_mma, T, float>(make_weights<policy::tc_block_sparse_mma>(e, 16, 16), 40,
+  check_against_reference<policy::tc_tile_offsets_mma, T, T>(make_tc_weights<policy::tc_tile_offsets_mma>(e), 40, 48, xe);
+  check_against_reference<policy::tc_block_sparse_mma, T, float>(make_tc_weights<policy::tc_block_sparse_mma>(e, 16, 16), 40,
                                                                  48, xe);
-  check_against_reference<policy::tc_dense_mma, T, T>(make_weights<policy::tc_dense_mma>(e), 40, 48, xe);
+  check_against_reference<policy::tc_dense_mma, T, T>(make_tc_weights<policy::tc_dense_mma>(e), 40, 48, xe);
 
   // NaN and Inf in X spread as the reference says (through stored blocks and non-empty sub-tiles only).
   auto wn = pruned<T>(90, 100, 0.9, 28);
@@ -289,9 +277,9 @@ TEMPLATE_TEST_CASE("tc_linear: empty rows, empty and full blocks, zero matrix, e
   xn(0, 5) = T(std::numeric_limits<float>::quiet_NaN());
   xn(1, 50) = T(std::numeric_limits<float>::infinity());
   xn(2, 99) = T(-std::numeric_limits<float>::infinity());
-  check_against_reference<policy::tc_tile_offsets_mma, T, float>(make_weights<policy::tc_tile_offsets_mma>(wn), 90, 100, xn);
-  check_against_reference<policy::tc_block_sparse_mma, T, T>(make_weights<policy::tc_block_sparse_mma>(wn, 16, 32), 90, 100, xn);
-  check_against_reference<policy::tc_dense_mma, T, float>(make_weights<policy::tc_dense_mma>(wn), 90, 100, xn);
+  check_against_reference<policy::tc_tile_offsets_mma, T, float>(make_tc_weights<policy::tc_tile_offsets_mma>(wn), 90, 100, xn);
+  check_against_reference<policy::tc_block_sparse_mma, T, T>(make_tc_weights<policy::tc_block_sparse_mma>(wn, 16, 32), 90, 100, xn);
+  check_against_reference<policy::tc_dense_mma, T, float>(make_tc_weights<policy::tc_dense_mma>(wn), 90, 100, xn);
 }
 
 TEST_CASE("tc_linear: refusals throw before any launch and write nothing", "[cuda][tc]") {

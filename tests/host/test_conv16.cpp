@@ -5,6 +5,7 @@
 // is the same sequence of float operations (the im2col GEMM), as stated at each check.
 #include "sdnn_catch.hpp"
 #include "sdnn_conv_fixtures.hpp"
+#include "sdnn_test_util.hpp"
 
 #include <sdnn/conv/filter_removal.hpp>
 #include <sdnn/conv/gemm_weights.hpp>
@@ -25,31 +26,10 @@ using namespace sdnn::conv;
 
 namespace {
 using sdnn_test::reals;
+using sdnn_test::to_t;
+using sdnn_test::to_f;
+using sdnn_test::has;
 using sdnn_test::small_ints;
-
-template <class T>
-std::vector<T> to_t(std::vector<float> const& v) {
-  std::vector<T> r(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) r[i] = value_cast<T>(v[i]);
-  return r;
-}
-template <class T>
-std::vector<float> to_f(std::vector<T> const& v) {
-  std::vector<float> r(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) r[i] = static_cast<float>(v[i]);
-  return r;
-}
-// The message of the sdnn::error f throws ("" when it throws none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (sdnn::error const& e) {
-    return e.what();
-  }
-  return "";
-}
-bool has(std::string const& s, char const* part) { return s.find(part) != std::string::npos; }
 
 template <class T>
 std::uint16_t bits_of(T v) {
@@ -268,19 +248,19 @@ TEST_CASE("conv16: channel-block ties go to the lower block index; refusals; the
   auto const bad_c = conv_shape::conv2d(24, 4, 4, 32, 3, 3, 1, 1);
   dense_matrix<fp16> wc(bad_c.K, gemm_reduction(bad_c));
   {
-    auto const e = error_of([&] { prune_channel_blocks(bad_c, wc.view(), 16, 16, 0.5); });
+    auto const e = sdnn_test::error_text([&] { prune_channel_blocks(bad_c, wc.view(), 16, 16, 0.5); });
     INFO(e);
     REQUIRE((has(e, "C = 24 input channels is not a multiple of BC = 16")));
   }
   auto const bad_k = conv_shape::conv2d(32, 4, 4, 48, 3, 3, 1, 1);
   dense_matrix<fp16> wk(bad_k.K, gemm_reduction(bad_k));
   {
-    auto const e = error_of([&] { prune_channel_blocks(bad_k, wk.view(), 32, 16, 0.5); });
+    auto const e = sdnn_test::error_text([&] { prune_channel_blocks(bad_k, wk.view(), 32, 16, 0.5); });
     INFO(e);
     REQUIRE((has(e, "K = 48 output channels is not a multiple of BKo = 32")));
   }
   {
-    auto const e = error_of([&] { prune_channel_blocks(s, ones.view(), 8, 16, 0.5); });
+    auto const e = sdnn_test::error_text([&] { prune_channel_blocks(s, ones.view(), 8, 16, 0.5); });
     INFO(e);
     REQUIRE((has(e, "must be 16, 32 or 64")));
   }
@@ -293,12 +273,12 @@ TEST_CASE("conv16: channel-block ties go to the lower block index; refusals; the
   validate_channel_blocks(s, broken.gemm.view(), broken.mask);  // as pruned: has the structure
   broken.gemm(17, (2 * 3 + 1) * s.C + 20) = fp16(0.5f);
   {
-    auto const e = error_of([&] { validate_channel_blocks(s, broken.gemm.view(), broken.mask); });
+    auto const e = sdnn_test::error_text([&] { validate_channel_blocks(s, broken.gemm.view(), broken.mask); });
     INFO(e);
     REQUIRE((has(e, "channel block (1, 1)") && has(e, "Wg(17, 244)") && has(e, "tap r = 2, s = 1, c = 20")));
   }
   {
-    auto const e = error_of([&] { channel_block_gemm_weights(s, broken.gemm.view(), broken.mask); });
+    auto const e = sdnn_test::error_text([&] { channel_block_gemm_weights(s, broken.gemm.view(), broken.mask); });
     INFO(e);
     REQUIRE((has(e, "channel block (1, 1)")));
   }
@@ -347,7 +327,7 @@ TEST_CASE("conv16: 2:4 pruning of the GEMM view keeps the 2 largest of every 4 c
   REQUIRE((q(0, 0) == 1 && q(0, 1) == 1 && q(0, 2) == 0 && q(0, 3) == 0));
   w(0, 2) = std::nanf("");
   {
-    auto const e = error_of([&] { prune_gemm_sparse24(s, w.view()); });
+    auto const e = sdnn_test::error_text([&] { prune_gemm_sparse24(s, w.view()); });
     INFO(e);
     REQUIRE((has(e, "Wg(0, 2) is NaN")));
   }
@@ -448,22 +428,22 @@ TEST_CASE("conv16: filter removal over a stack: layer l's kept filters are layer
 TEST_CASE("conv16: the implicit-GEMM extent check refuses int32 overflows, naming the numbers", "[conv16][nhwc]") {
   check_implicit_gemm_extents(conv_shape::conv2d(64, 224, 224, 64, 3, 3, 1, 1), 32);
   {
-    auto const e = error_of([&] { check_implicit_gemm_extents(conv_shape::conv2d(1, 1024, 1024, 1, 3, 3, 1, 1), 3000); });
+    auto const e = sdnn_test::error_text([&] { check_implicit_gemm_extents(conv_shape::conv2d(1, 1024, 1024, 1, 3, 3, 1, 1), 3000); });
     INFO(e);
     REQUIRE((has(e, "batch*OH*OW = 3000*1024*1024")));
   }
   {
-    auto const e = error_of([&] { check_implicit_gemm_extents(conv_shape::conv2d(1, 1024, 1024, 4096, 1, 1), 1); });
+    auto const e = sdnn_test::error_text([&] { check_implicit_gemm_extents(conv_shape::conv2d(1, 1024, 1024, 4096, 1, 1), 1); });
     INFO(e);
     REQUIRE((has(e, "batch*OH*OW*K = 1*1024*1024*4096")));
   }
   {
-    auto const e = error_of([&] { check_implicit_gemm_extents(conv_shape::conv2d(64, 1024, 1024, 1, 1, 1, 2, 0), 64); });
+    auto const e = sdnn_test::error_text([&] { check_implicit_gemm_extents(conv_shape::conv2d(64, 1024, 1024, 1, 1, 1, 2, 0), 64); });
     INFO(e);
     REQUIRE((has(e, "batch*H*W*C = 64*1024*1024*64")));
   }
   {
-    auto const e = error_of([&] { check_implicit_gemm_extents(conv_shape::conv2d(3, 8, 8, 4, 3, 3), std::int64_t(1) << 62); });
+    auto const e = sdnn_test::error_text([&] { check_implicit_gemm_extents(conv_shape::conv2d(3, 8, 8, 4, 3, 3), std::int64_t(1) << 62); });
     INFO(e);
     REQUIRE((has(e, "exceed INT32_MAX")));
   }
