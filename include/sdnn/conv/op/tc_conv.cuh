@@ -55,7 +55,7 @@ class tc_conv_plan {
                                            s.OW(), ", ", s.R, " x ", s.S, " stride ", s.stride_h, " x ", s.stride_w,
                                            " pad ", s.pad_h, " x ", s.pad_w, " dilation ", s.dil_h, " x ", s.dil_w,
                                            " (NHWC, implicit GEMM); ");
-    return d + lin_.describe(batch * std::int64_t(s.OH()) * s.OW());
+    return d + lin_.template describe<kernels::tc_im2col_x<T>>(batch * std::int64_t(s.OH()) * s.OW());
   }
 
   // y (NHWC, batch x OH x OW x K, of T or float) = epi(conv(x)), x NHWC batch x H x W x C on

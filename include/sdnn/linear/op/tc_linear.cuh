@@ -237,17 +237,19 @@ class tc_linear_plan {
   }
 
   // What the plan runs, and for n > 0 what a run with n rows launches.
+  // XSrc: the X operand of the runs described (another than dense rows: run_x's shapes).
+  template <class XSrc = kernels::tc_rows_x<T>>
   std::string describe(std::int64_t n = 0) const {
     std::string d = ::sdnn::detail::concat(name(), "<", value_type_name<T>(), ">: W ", m_, " x ", k_);
     if constexpr (blocks) d += ::sdnn::detail::concat(", ", br_, " x ", bc_, " blocks, ", nnz_, " stored");
     if constexpr (tiles) d += ::sdnn::detail::concat(", 64 x 64 tiles, ", nnz_, " stored");
     d += ::sdnn::detail::concat(", ", stored_bytes_, " bytes on the device; sm_", arch_.sm(), " table '", tuning_.gpu,
                                 "', small shape for N <= ", tuning_.small_n_max);
-    if (stream_ok())
+    if (stream_ok() && std::is_same_v<XSrc, kernels::tc_rows_x<T>>)
       d += ::sdnn::detail::concat(", streaming for N <= ", tuning_.stream_n_max, " (", sched_.ctas, " blocks x ",
                                   sched_.warps, " warps)");
     if (n > 0) {
-      auto const s = shape_for(n);
+      auto const s = shape_for<XSrc>(n, !std::is_same_v<XSrc, kernels::tc_rows_x<T>>);
       if (s.stream)
         d += ::sdnn::detail::concat("; N = ", n, ": stream, units ", s.bm, " x ", s.bk, ", ", s.bn, " rows x ", s.passes,
                                     " passes, ", s.threads, " threads, ", s.smem, " B shared, ", s.stages,
