@@ -18,7 +18,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -30,6 +29,7 @@
 #include "sdnn/core/plan.cuh"
 #include "sdnn/formats/block_sparse.hpp"
 #include "sdnn/formats/tile_offsets.hpp"
+#include "sdnn/linear/op/tc_auto.hpp"
 
 namespace sdnn::ops {
 
@@ -115,16 +115,16 @@ class conv16_auto_plan {
                       " entries (or none), got ", bias.size());
     cuda_exec const own = runs_.owned(exec);
 
-    // The structure the candidates need.
+    // The structure the candidates need: nonzeros and occupied 32 x 32 blocks as the linear
+    // layer's analysis counts them, 64 x 32 and 16 x 16 blocks here.
     std::int64_t const total = s_.K * s_.filter_size();
-    std::int64_t nnz = 0;
-    for (std::int64_t i = 0; i < w_gemm.rows; ++i)
-      for (std::int64_t j = 0; j < w_gemm.cols; ++j) nnz += ::sdnn::detail::is_nonzero(w_gemm(i, j));
-    auto blocks_of = [&](int br, int bc) { return detail::occupied_blocks(w_gemm, br, bc); };
+    auto const analysed = analyze_weights(w_gemm);
+    std::int64_t const nnz = analysed.nnz;
     auto all_blocks = [&](int br, int bc) {
       return ((w_gemm.rows + br - 1) / br) * ((w_gemm.cols + bc - 1) / bc);
     };
-    std::int64_t const b64 = blocks_of(64, 32), b32 = blocks_of(32, 32), b16 = blocks_of(16, 16);
+    std::int64_t const b64 = detail::occupied_blocks(w_gemm, 64, 32), b32 = analysed.blocks32,
+                       b16 = detail::occupied_blocks(w_gemm, 16, 16);
     auto allowed = [&](conv16_path p) { return (opt.allowed >> unsigned(p)) & 1u; };
     std::vector<conv16_path> cands;
     if (allowed(conv16_path::cudnn)) cands.push_back(conv16_path::cudnn);
