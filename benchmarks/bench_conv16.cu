@@ -18,6 +18,7 @@
 #include <sdnn/conv/op/tc_conv.cuh>
 #include <sdnn/conv/vendor/cudnn16.cuh>
 #include <sdnn/core/memory.cuh>
+#include <sdnn/core/plan.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -27,12 +28,13 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "bench_util.cuh"
+#include "bench_json.cuh"
 
 using namespace sdnn;
 
@@ -135,9 +137,7 @@ void parse(int argc, char** argv) {
 
 struct device_ctx {
   cudaStream_t stream = nullptr;
-  buffer<unsigned char, device_space> flush;
-  cudaEvent_t a = nullptr, b = nullptr;
-  int turn = 0;
+  std::unique_ptr<::sdnn::detail::flushed_timer> timer;  // each run after an L2 flush, between two events
 };
 device_ctx* g_dev = nullptr;
 cuda_exec exec() { return cuda_exec{g_dev->stream}; }
@@ -146,69 +146,25 @@ struct timing {
   double med_s = 0, min_s = 0;
 };
 // Two untimed launches, then the median of reps launches, each after an L2 flush (a memset of
-// twice the L2 size) and between two CUDA events.
+// twice the L2 size) and between two CUDA events: the plans' own plan-time timer.
 template <class F>
 timing measure(F&& f) {
   f();
   f();
   std::vector<double> t;
-  for (int i = 0; i < g_opt.reps; ++i) {
-    SDNN_CUDA_CHECK(cudaMemsetAsync(g_dev->flush.data(), ++g_dev->turn & 0xFF, g_dev->flush.size(), g_dev->stream));
-    SDNN_CUDA_CHECK(cudaEventRecord(g_dev->a, g_dev->stream));
-    f();
-    SDNN_CUDA_CHECK(cudaEventRecord(g_dev->b, g_dev->stream));
-    SDNN_CUDA_CHECK(cudaEventSynchronize(g_dev->b));
-    float ms = 0;
-    SDNN_CUDA_CHECK(cudaEventElapsedTime(&ms, g_dev->a, g_dev->b));
-    t.push_back(double(ms) * 1e-3);
-  }
+  for (int i = 0; i < g_opt.reps; ++i) t.push_back(double((*g_dev->timer)(f)) * 1e-3);
   std::sort(t.begin(), t.end());
   return {t[t.size() / 2], t.front()};
 }
 
 // ---- output ------------------------------------------------------------------------------------
 
-std::string json_escape(std::string const& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
+// A JSON line of this program: the shared one (bench_json.cuh) with the commit measured.
+sdnn_bench::json_line result_line() {
+  sdnn_bench::json_line j("conv16");
+  j.str("commit", g_opt.commit);
+  return j;
 }
-struct json_line {
-  std::ostringstream os;
-  bool first = true;
-  json_line() {
-    auto const& m = sdnn_bench::machine();
-    str("family", "conv16").str("gpu", m.gpu).str("cuda_runtime", m.cuda_runtime).str("date", m.date);
-    str("commit", g_opt.commit);
-  }
-  void key(std::string const& k) {
-    os << (first ? "{" : ",") << '"' << json_escape(k) << "\":";
-    first = false;
-  }
-  json_line& str(std::string const& k, std::string const& v) {
-    key(k);
-    os << '"' << json_escape(v) << '"';
-    return *this;
-  }
-  json_line& num(std::string const& k, double v) {
-    key(k);
-    if (std::isfinite(v)) os << v;
-    else os << "null";
-    return *this;
-  }
-  void emit() {
-    static std::FILE* out = [] {
-      char const* path = std::getenv("SDNN_BENCH_JSON");
-      std::FILE* f = path && *path ? std::fopen(path, "a") : nullptr;
-      return f ? f : stdout;
-    }();
-    std::fputs((os.str() + "}\n").c_str(), out);
-    std::fflush(out);
-  }
-};
 
 // ---- one layer ---------------------------------------------------------------------------------
 
@@ -374,7 +330,7 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
   if (std::is_same_v<T, fp16>) fp16_time[key] = base;
   double const flops = 2.0 * double(batch) * s.OH() * s.OW() * s.K * double(RSC);
   for (auto const& r : rows) {
-    json_line j;
+    auto j = result_line();
     j.str("layer", L.name).num("count", L.count).num("batch", double(batch)).str("type", tname);
     j.num("C", s.C).num("H", s.H).num("W", s.W).num("K", s.K).num("R", s.R).num("S", s.S).num("stride", s.stride_h);
     j.num("pad", s.pad_h).str("path", r.path).str("structure", r.structure).num("sparsity", r.sparsity);
@@ -449,7 +405,7 @@ void run_stack(std::int64_t batch) {
   timing const tb = time_stack(base);
   double target = 0;
   auto emit = [&](std::string const& path, std::string const& structure, double sp, timing const& t, std::string const& note) {
-    json_line j;
+    auto j = result_line();
     j.str("layer", "vgg16_stack").num("batch", double(batch)).str("type", value_type_name<T>()).str("path", path);
     j.str("structure", structure).num("sparsity", sp).num("target_sparsity", target).num("time_us", t.med_s * 1e6);
     j.num("min_us", t.min_s * 1e6);
@@ -495,12 +451,7 @@ int main(int argc, char** argv) {
   device_ctx dev;
   g_dev = &dev;
   SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&dev.stream, cudaStreamNonBlocking));
-  SDNN_CUDA_CHECK(cudaEventCreate(&dev.a));
-  SDNN_CUDA_CHECK(cudaEventCreate(&dev.b));
-  int l2 = 0, d = 0;
-  SDNN_CUDA_CHECK(cudaGetDevice(&d));
-  SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, d));
-  dev.flush = buffer<unsigned char, device_space>(std::size_t(2) * std::size_t(std::max(l2, 1 << 20)), exec());
+  dev.timer = std::make_unique<::sdnn::detail::flushed_timer>(exec());
   std::vector<layer_def> layers;
   for (auto const& n : g_opt.nets) {
     auto v = n == "resnet" ? resnet50() : vgg16();
@@ -514,16 +465,15 @@ int main(int argc, char** argv) {
         if (t == "fp16") run_stack<fp16>(batch);
         else run_stack<bf16>(batch);
       }
-  if (g_opt.mode != "stack")
-  for (auto const& L : layers)
-    for (auto batch : g_opt.batches)
-      for (auto const& t : g_opt.types) {
-        if (t == "fp16") run_layer<fp16>(L, batch, fp16_time);
-        else run_layer<bf16>(L, batch, fp16_time);
-      }
-  dev.flush = {};
-  SDNN_CUDA_CHECK(cudaEventDestroy(dev.a));
-  SDNN_CUDA_CHECK(cudaEventDestroy(dev.b));
+  if (g_opt.mode != "stack") {
+    for (auto const& L : layers)
+      for (auto batch : g_opt.batches)
+        for (auto const& t : g_opt.types) {
+          if (t == "fp16") run_layer<fp16>(L, batch, fp16_time);
+          else run_layer<bf16>(L, batch, fp16_time);
+        }
+  }
+  dev.timer.reset();
   SDNN_CUDA_CHECK(cudaStreamDestroy(dev.stream));
   return 0;
 }

@@ -51,6 +51,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench_json.cuh"
+
 using namespace sdnn;
 
 namespace {
@@ -388,105 +390,17 @@ host_csr csr_of(dense_matrix<bf16> const& w, bool with_float) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// JSON lines (strings escaped; non-finite numbers written as null).
+// JSON lines: the shared writer (bench_json.cuh: strings escaped, non-finite numbers as null) with
+// this program's time of day and commit.
 
-std::string escape(std::string const& s) {
-  std::string o;
-  o.reserve(s.size() + 8);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      case '\r': o += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          o += b;
-        } else {
-          o += char(c);
-        }
-    }
-  }
-  return o;
+using sdnn_bench::json_line;
+using sdnn_bench::machine;
+using sdnn_bench::utc_time;
+json_line result_line() {
+  json_line j("linear16");
+  j.str("utc", utc_time()).str("commit", g_opt.commit);
+  return j;
 }
-
-struct machine_info {
-  std::string gpu, runtime, driver, date;
-};
-machine_info const& machine() {
-  static machine_info const m = [] {
-    machine_info r;
-    int dev = 0;
-    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
-    cudaDeviceProp p{};
-    SDNN_CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
-    r.gpu = p.name;
-    int rv = 0, dv = 0;
-    SDNN_CUDA_CHECK(cudaRuntimeGetVersion(&rv));
-    SDNN_CUDA_CHECK(cudaDriverGetVersion(&dv));
-    r.runtime = std::to_string(rv / 1000) + "." + std::to_string((rv % 1000) / 10);
-    r.driver = std::to_string(dv / 1000) + "." + std::to_string((dv % 1000) / 10);
-    char buf[32];
-    std::time_t const t = std::time(nullptr);
-    std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
-    r.date = buf;
-    return r;
-  }();
-  return m;
-}
-std::string utc_time() {
-  char buf[16];
-  std::time_t const t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%H:%M:%S", std::gmtime(&t));
-  return buf;
-}
-
-class json_line {
- public:
-  json_line() {
-    auto const& m = machine();
-    str("family", "linear16").str("gpu", m.gpu).str("cuda_runtime", m.runtime).str("cuda_driver", m.driver);
-    str("date", m.date).str("utc", utc_time()).str("commit", g_opt.commit);
-  }
-  json_line& str(std::string const& k, std::string const& v) {
-    sep();
-    os_ << '"' << escape(k) << "\":\"" << escape(v) << '"';
-    return *this;
-  }
-  json_line& num(std::string const& k, double v) {
-    sep();
-    os_ << '"' << escape(k) << "\":";
-    if (std::isfinite(v)) os_ << v;
-    else os_ << "null";
-    return *this;
-  }
-  void emit() {
-    static std::FILE* out = [] {
-      char const* path = std::getenv("SDNN_BENCH_JSON");
-      if (!path || !*path) return stdout;
-      std::FILE* f = std::fopen(path, "a");
-      if (!f) {
-        std::fprintf(stderr, "bench_linear16: cannot open %s; writing to stdout\n", path);
-        return stdout;
-      }
-      return f;
-    }();
-    std::string const line = os_.str() + "}\n";
-    std::fputs(line.c_str(), out);
-    std::fflush(out);
-  }
-
- private:
-  void sep() {
-    os_ << (first_ ? "{" : ",");
-    first_ = false;
-  }
-  std::ostringstream os_;
-  bool first_ = true;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Device: the stream, handles, L2 flush, timing.
@@ -705,7 +619,7 @@ double rel_err(point const& p, out_kind k, std::int64_t n_run) {
 }
 
 json_line point_line(point const& p, std::string const& path) {
-  json_line j;
+  json_line j = result_line();
   j.str("shape", shape_name(p.sc->s)).num("m", double(p.sc->s.m)).num("k", double(p.sc->s.k));
   j.str("structure", p.structure).num("sparsity", p.sparsity).num("zeros", p.zeros).num("n", double(p.n));
   j.str("path", path);
@@ -1285,7 +1199,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "bench_linear16: %s, CUDA %s (driver %s), %s, commit %s; automatic %s, cuSPARSELt %s; %u host "
                  "threads\n",
-                 mi.gpu.c_str(), mi.runtime.c_str(), mi.driver.c_str(), mi.date.c_str(), g_opt.commit.c_str(),
+                 mi.gpu.c_str(), mi.cuda_runtime.c_str(), mi.cuda_driver.c_str(), mi.date.c_str(), g_opt.commit.c_str(),
                  BENCH16_HAS_AUTO ? "compiled" : "not compiled (no linear/op/tc_auto.cuh)",
                  BENCH16_HAS_CUSPARSELT ? "compiled" : "not compiled", n_threads());
     std::vector<structure_spec> specs;

@@ -1,5 +1,5 @@
-// Shared benchmark utilities: CUDA-event timing for Google Benchmark's manual time, the
-// machine description (GPU, clocks, CUDA version, date) and JSON-lines output.
+// Shared benchmark utilities: CUDA-event timing for Google Benchmark's manual time, and (from
+// bench_json.cuh) the machine description and JSON-lines output.
 //
 // Protocol (every sdnn benchmark): warm-up launches, then each Google Benchmark
 // iteration times `reps` launches between two CUDA events and reports their median via
@@ -22,40 +22,9 @@
 
 #include <sdnn/core/cuda.cuh>
 
+#include "bench_json.cuh"
+
 namespace sdnn_bench {
-
-struct machine_info {
-  std::string gpu, cuda_runtime, cuda_driver, date;
-  int sm_count = 0, sm_clock_mhz = 0, mem_clock_mhz = 0;
-};
-
-inline machine_info const& machine() {
-  static machine_info m = [] {
-    machine_info r;
-    cudaDeviceProp p{};
-    int dev = 0;
-    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
-    SDNN_CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
-    r.gpu = p.name;
-    r.sm_count = p.multiProcessorCount;
-    int clk = 0, mclk = 0;
-    cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, dev);
-    cudaDeviceGetAttribute(&mclk, cudaDevAttrMemoryClockRate, dev);
-    r.sm_clock_mhz = clk / 1000;
-    r.mem_clock_mhz = mclk / 1000;
-    int rv = 0, dv = 0;
-    cudaRuntimeGetVersion(&rv);
-    cudaDriverGetVersion(&dv);
-    r.cuda_runtime = std::to_string(rv / 1000) + "." + std::to_string((rv % 1000) / 10);
-    r.cuda_driver = std::to_string(dv / 1000) + "." + std::to_string((dv % 1000) / 10);
-    char buf[32];
-    std::time_t t = std::time(nullptr);
-    std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
-    r.date = buf;
-    return r;
-  }();
-  return m;
-}
 
 // Median time in seconds of `reps` timed calls of f() (after `warmup` untimed ones).
 template <class F>
@@ -90,54 +59,6 @@ double run_manual(benchmark::State& state, F&& f, cudaStream_t s, int reps = 10)
   }
   std::nth_element(all.begin(), all.begin() + all.size() / 2, all.end());
   return all.empty() ? 0.0 : all[all.size() / 2];
-}
-
-// One JSON object per line, appended to $SDNN_BENCH_JSON (default: stdout). Every line
-// carries the machine description so results files are self-describing.
-class json_line {
- public:
-  explicit json_line(std::string const& family) {
-    auto const& m = machine();
-    str("family", family);
-    str("gpu", m.gpu);
-    str("cuda_runtime", m.cuda_runtime);
-    str("cuda_driver", m.cuda_driver);
-    str("date", m.date);
-    num("sm_clock_mhz", m.sm_clock_mhz);
-  }
-  json_line& str(std::string const& k, std::string const& v) {
-    sep();
-    os_ << '"' << k << "\":\"" << v << '"';
-    return *this;
-  }
-  json_line& num(std::string const& k, double v) {
-    sep();
-    os_ << '"' << k << "\":" << v;
-    return *this;
-  }
-  void emit() {
-    static std::mutex mu;
-    std::lock_guard<std::mutex> g(mu);
-    std::string line = os_.str() + "}";
-    if (char const* path = std::getenv("SDNN_BENCH_JSON")) {
-      std::ofstream(path, std::ios::app) << line << '\n';
-    } else {
-      std::printf("%s\n", line.c_str());
-    }
-  }
-
- private:
-  void sep() { os_ << (first_ ? "{" : ","); first_ = false; }
-  std::ostringstream os_;
-  bool first_ = true;
-};
-
-// Wall-clock time of day (UTC, HH:MM:SS) for the JSON lines.
-inline std::string utc_time() {
-  char buf[16];
-  std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%H:%M:%S", std::gmtime(&t));
-  return buf;
 }
 
 // The one stream every benchmark of a program runs on (created on first use, never
