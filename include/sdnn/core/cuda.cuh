@@ -17,6 +17,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
+#include <vector>
 
 namespace sdnn::detail {
 inline void cuda_check(cudaError_t st, char const* call, char const* file, int line) {
@@ -62,6 +64,41 @@ inline arch current_arch() {
              __FILE__, __LINE__);
   if (dev < 64) cache[dev].store(100 * a.major + a.minor + 1, std::memory_order_relaxed);
   return a;
+}
+
+// Lets `kernel` take `bytes` of dynamic shared memory per block on the current device (beyond
+// 48 KB with its static shared memory, a kernel must opt in). Call it in the function that launches the kernel, before each
+// launch (and before an occupancy query with that much). nvcc's default in whole-program mode
+// (-static-global-template-stub=true) gives every translation unit its own stub and device copy
+// of a __global__ template it instantiates, and the limit belongs to the copy behind the address
+// passed; an inline host function that raised it in one place and launched from another, or kept
+// a "done" flag in a static (one per program), could raise one unit's copy and launch another's:
+// cudaErrorInvalidValue at the launch. Raised once per (address, device), remembered here under
+// a lock; the limit only grows. Thread-safe; never synchronises.
+inline void allow_dynamic_smem(void const* kernel, std::size_t bytes) {
+  if (bytes == 0) return;
+  int dev = 0;
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice", __FILE__, __LINE__);
+  struct raised {
+    void const* fn;
+    int dev;
+    std::size_t bytes;
+  };
+  static std::mutex mu;
+  static std::vector<raised> done;
+  std::lock_guard<std::mutex> lock(mu);
+  raised* hit = nullptr;
+  for (auto& r : done)
+    if (r.fn == kernel && r.dev == dev) hit = &r;
+  if (hit && hit->bytes >= bytes) return;
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+             "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize)", __FILE__, __LINE__);
+  if (hit) hit->bytes = bytes;
+  else done.push_back({kernel, dev, bytes});
+}
+template <class... Args>
+void allow_dynamic_smem(void (*kernel)(Args...), std::size_t bytes) {
+  allow_dynamic_smem(reinterpret_cast<void const*>(kernel), bytes);
 }
 
 // The device-memory budget of a weight placement (core/weight_placement.hpp) given none: 60% of

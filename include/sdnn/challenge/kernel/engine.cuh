@@ -438,7 +438,7 @@ void challenge_engine(csr_view<float, std::int32_t> in, challenge_engine_layers 
                       : detail::challenge_engine_kernel<T, Teams, Term, true>;
   std::size_t const smem =
       challenge_engine_team_smem(net.n, net.max_distinct, scratch.state_shared, scratch.input_shared) * Teams;
-  SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  ::sdnn::detail::allow_dynamic_smem(kernel, smem);
   kernel<<<static_cast<unsigned>(grid_blocks), T * Teams, smem, exec.stream>>>(in, net, epi, cap, queue, category,
                                                                               final_rows, scratch, counters, pass);
   SDNN_CUDA_CHECK_LAUNCH();
@@ -451,7 +451,7 @@ std::int64_t challenge_engine_grid(std::int64_t rows, std::int32_t n, std::int32
   constexpr int Teams = challenge_engine_teams(T);
   auto kernel = detail::challenge_engine_kernel<T, Teams, Term, false>;
   std::size_t const smem = challenge_engine_team_smem(n, max_distinct, scratch.state_shared, scratch.input_shared) * Teams;
-  SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  ::sdnn::detail::allow_dynamic_smem(kernel, smem);
   int per_sm = 0;
   SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, T * Teams, smem));
   SDNN_EXPECTS(per_sm > 0, "challenge_engine: ", smem, " bytes of shared memory per block do not fit this GPU");

@@ -302,8 +302,7 @@ void launch_direct_sparse_conv(direct_conv_params const& p, dim3 grid, int threa
                                T const* in, tile_entry<T> const* entries, std::int32_t const* ptr, float const* bias,
                                bool relu, T* out, cuda_exec exec) {
   auto kernel = detail::direct_sparse_conv_kernel<T, Acc, NB, KG, P, SumsInRegisters>;
-  SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(smem_bytes)));
+  ::sdnn::detail::allow_dynamic_smem(kernel, smem_bytes);
   kernel<<<grid, threads, smem_bytes, exec.stream>>>(p, in, entries, ptr, bias, relu ? 1 : 0, out);
   SDNN_CUDA_CHECK_LAUNCH();
 }

@@ -71,8 +71,7 @@ void launch_direct_sparse_conv_quantized(direct_conv_params const& p, dim3 grid,
                                          Values const& values, std::int32_t const* ptr, float const* bias, bool relu,
                                          float* out, cuda_exec exec) {
   auto kernel = detail::direct_sparse_conv_quantized_kernel<Values, NB, KG, P, SumsInRegisters>;
-  SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(smem_bytes)));
+  ::sdnn::detail::allow_dynamic_smem(kernel, smem_bytes);
   kernel<<<grid, threads, smem_bytes, exec.stream>>>(p, in, offsets, values, ptr, bias, relu ? 1 : 0, out);
   SDNN_CUDA_CHECK_LAUNCH();
 }

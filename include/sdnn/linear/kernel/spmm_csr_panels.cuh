@@ -374,10 +374,7 @@ void spmm_csr_panels(csr_panels const& a, dense_view<T const> b, dense_view<T> c
   bool const vec = detail::slab_vectorisable(b.ld, c.ld, b.data, c.data, V);
   constexpr std::size_t smem = detail::panel_smem_bytes<RW, KC, U>;
   auto kernel = detail::csr_panels_kernel<T, Acc, RW, KC, U>;
-  // Raised on every launch: each translation unit has its own instance of the kernel, so a
-  // cached "already raised" flag would be wrong (see the note in linear/kernel/spmm_dense_csc.cuh).
-  if (smem > 48 * 1024)
-    SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  ::sdnn::detail::allow_dynamic_smem(kernel, smem);  // here, by the launch: see core/cuda.cuh
   dim3 const grid(static_cast<unsigned>((b.cols + 32 * U * V - 1) / (32 * U * V)), static_cast<unsigned>(v.row_blocks));
   kernel<<<grid, 256, smem, exec.stream>>>(v, b, c, epi, vec);
   SDNN_CUDA_CHECK_LAUNCH();

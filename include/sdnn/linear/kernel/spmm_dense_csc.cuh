@@ -162,14 +162,7 @@ void launch_dense_csc(dense_view<T const> a, csr_view<T, Index> bt, dense_view<T
                       cuda_exec exec) {
   auto kernel = dense_csc_spmm_kernel<Rows, Threads, Staged, T, Index, Acc>;
   std::size_t const smem = Staged ? static_cast<std::size_t>(bt.cols) * stage_stride<Rows> * sizeof(float) : 0;
-  if (Staged) {
-    // Raised at every launch (a cheap host call), never cached in a function-local static:
-    // each translation unit that instantiates this kernel has its own handle for it, while
-    // a static in this inline function is shared by the whole program, so a cached "done"
-    // set through one unit's handle would leave another unit's launches without the raised
-    // limit (cudaErrorInvalidValue, observed on an H200 with two test files using this kernel).
-    SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  }
+  ::sdnn::detail::allow_dynamic_smem(kernel, smem);  // here, by the launch: see core/cuda.cuh
   int per_sm = 0;
   SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Threads, smem));
   per_sm = std::max(per_sm, 1);
@@ -350,8 +343,7 @@ void tiled_csc_spmm(dense_view<T const> a, csc_tiles_view<T> tv, dense_view<T> c
   std::size_t const smem = static_cast<std::size_t>(tv.max_footprint) * detail::stage_stride<Rows> * sizeof(float);
   SDNN_EXPECTS(smem <= 200 * 1024, "tiled_csc_spmm: footprint of ", tv.max_footprint, " inputs x ", Rows,
                " rows does not fit shared memory");
-  if (smem > 0)  // every launch, not cached: see launch_dense_csc
-    SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  ::sdnn::detail::allow_dynamic_smem(kernel, smem);
   int per_sm = 0;
   SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Threads, smem));
   per_sm = std::max(per_sm, 1);

@@ -196,8 +196,7 @@ void launch_quantized_dense_csc(dense_view<float const> a, quantized_csr_view<Va
   auto kernel = quantized_dense_csc_kernel<Rows, Threads, Staged, Values>;
   std::size_t const smem =
       Staged ? static_cast<std::size_t>(wt.cols) * q_stage_stride<Rows> * sizeof(float) : std::size_t(0);
-  if (Staged)  // every launch, never cached (see launch_dense_csc in spmm_dense_csc.cuh)
-    SDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  ::sdnn::detail::allow_dynamic_smem(kernel, smem);  // here, by the launch: see core/cuda.cuh
   int per_sm = 0;
   SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Threads, smem));
   per_sm = std::max(per_sm, 1);

@@ -251,12 +251,13 @@ class sparse24_linear_plan {
   static auto kernel() {
     return &kernels::sparse24_mma_kernel<NT, NOut, Tile, Aligned>;
   }
-  // Raises the kernel's dynamic shared memory limit; returns its resident CTAs per SM.
+  // Raises the kernel's dynamic shared memory limit for the occupancy query; returns its resident
+  // CTAs per SM. The launch raises it again for its own copy of the kernel (core/cuda.cuh).
   template <class Tile, bool Aligned>
   static int prepare() {
     constexpr int smem = kernels::sparse24_smem_bytes<Tile, NOut>();
     auto const fn = kernel<Tile, Aligned>();
-    SDNN_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    ::sdnn::detail::allow_dynamic_smem(fn, smem);
     int occ = 0;
     SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, Tile::threads, smem));
     SDNN_EXPECTS(occ > 0, "sparse24_linear_plan: tile ", tile_name<Tile>(), " (", smem,
@@ -360,7 +361,9 @@ class sparse24_linear_plan {
         SDNN_CUDA_CHECK(cudaMemsetAsync(a.counters, 0, slots_used * sizeof(int), exec.stream));
     }
     constexpr int smem = kernels::sparse24_smem_bytes<Tile, NOut>();
-    kernel<Tile, Aligned::value>()<<<sc.units, Tile::threads, smem, exec.stream>>>(a);
+    auto const fn = kernel<Tile, Aligned::value>();
+    ::sdnn::detail::allow_dynamic_smem(fn, smem);  // again by the launch (prepare() may be another unit's copy)
+    fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a);
     SDNN_CUDA_CHECK_LAUNCH();
   }
 

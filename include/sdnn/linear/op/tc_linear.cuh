@@ -284,8 +284,8 @@ class tc_linear_plan {
 
   // The tiled kernels with another X operand of n rows and in_features() columns (e.g.
   // kernels::tc_im2col_x: a convolution as an implicit GEMM); y: n x out_features(). Never the
-  // streaming kernel. prepare_x<XSrc>() must have run once on this device (it raises the
-  // kernels' shared-memory limit); the operand's extents are the caller's to check.
+  // streaming kernel. prepare_x<XSrc>() checks once, at plan time, that the operand's tiles fit
+  // this GPU's shared memory; the operand's extents are the caller's to check.
   template <class XSrc>
   void prepare_x() const {
     int const optin = optin_smem();
@@ -481,8 +481,10 @@ class tc_linear_plan {
       p.n_empty = sched_.n_empty;
       p.counters = static_cast<std::int32_t*>(w.data);
       p.partial = reinterpret_cast<float*>(static_cast<unsigned char*>(w.data) + counters_bytes_);
-      kernels::tc_stream_kernel<Cfg, T, Src>
-          <<<static_cast<unsigned>(sched_.ctas), Cfg::threads, kernels::tc_stream_smem<Cfg, tiles>::total, exec.stream>>>(p);
+      auto const kern = kernels::tc_stream_kernel<Cfg, T, Src>;
+      constexpr int smem = kernels::tc_stream_smem<Cfg, tiles>::total;
+      ::sdnn::detail::allow_dynamic_smem(kern, smem);  // here, by the launch: see core/cuda.cuh
+      kern<<<static_cast<unsigned>(sched_.ctas), Cfg::threads, smem, exec.stream>>>(p);
       SDNN_CUDA_CHECK_LAUNCH();
     };
     with_stream_tiles([&](auto tiles_tag) {
@@ -499,7 +501,9 @@ class tc_linear_plan {
     });
   }
 
-  // Raises the kernels' shared-memory limit and records the small shape's resident blocks.
+  // The small shape's resident blocks (and the stream grid) from occupancy queries, which need the
+  // kernels' shared-memory limit raised; each launch raises it again for its own copy of the
+  // kernel (core/cuda.cuh says why).
   void prepare_kernels() {
     int const optin = optin_smem();
     with_tiles([&](auto tiles_tag) {
@@ -518,7 +522,7 @@ class tc_linear_plan {
           SDNN_EXPECTS(smem <= optin, name(), ": the streaming shape needs ", smem,
                        " bytes of shared memory per block, this GPU allows ", optin);
           auto kern = kernels::tc_stream_kernel<Cfg, T, Src>;
-          SDNN_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+          ::sdnn::detail::allow_dynamic_smem(kern, smem);
           int b = 0;
           SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kern, Cfg::threads, smem));
           per_sm = std::min(per_sm, std::max(b, 1));
@@ -533,7 +537,7 @@ class tc_linear_plan {
     SDNN_EXPECTS(smem <= optin, name(), ": the ", Cfg::BM, " x ", Cfg::BN, " x ", Cfg::BK, " tile needs ", smem,
                  " bytes of shared memory per block, this GPU allows ", optin);
     auto kern = kernels::tc_spmm_kernel<Cfg, T, Src, XSrc>;
-    SDNN_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    ::sdnn::detail::allow_dynamic_smem(kern, smem);
     int per_sm = 0;
     SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, Cfg::threads, smem));
     return std::max(per_sm, 1);
@@ -588,8 +592,10 @@ class tc_linear_plan {
       using Src = source_for<Cfg>;
       std::int64_t const grid = std::int64_t(s.panels) * s.ntiles * s.splits;
       SDNN_EXPECTS(grid <= std::numeric_limits<std::int32_t>::max(), name(), ": grid of ", grid, " blocks");
-      kernels::tc_spmm_kernel<Cfg, T, Src, XSrc>
-          <<<static_cast<unsigned>(grid), Cfg::threads, kernels::tc_smem<Cfg, Src>::total, exec.stream>>>(p);
+      auto const kern = kernels::tc_spmm_kernel<Cfg, T, Src, XSrc>;
+      constexpr int smem = kernels::tc_smem<Cfg, Src>::total;
+      ::sdnn::detail::allow_dynamic_smem(kern, smem);  // here, by the launch: see core/cuda.cuh
+      kern<<<static_cast<unsigned>(grid), Cfg::threads, smem, exec.stream>>>(p);
       SDNN_CUDA_CHECK_LAUNCH();
     };
     if (s.large) go(typename Tiles::large{});
