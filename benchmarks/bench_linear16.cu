@@ -809,7 +809,7 @@ double chosen_bytes(byte_table const& b, weight_stats const& st, shape s, std::s
     return b.block32 >= 0 ? b.block32 : double(st.blocks32) * (32 * 32 * 2 + 4) + double(s.m / 32 + 1) * 4;
   if (chosen == "tc_tile_offsets")  // 2 B value + 1 B position per nonzero, 34 B record header, 8 B index per tile
     return b.tiles >= 0 ? b.tiles : double(st.nnz) * 3 + double(st.tiles64) * (34 + 8);
-  if (chosen == "sparse24") return b.s24;
+  if (chosen == "sparse24" || chosen == "cusparselt") return b.s24;  // cuSPARSELt: the same 2:4 bytes, about
   return b.dense;
 }
 

@@ -2,6 +2,8 @@
 """Fits the cost model of the automatic 16-bit linear layer (linear/policy/tc_auto.hpp) to a
 bench_linear16 run, and checks a model against it.
 
+  fit_tc_auto.py RUN.jsonl [RUN2.jsonl:path,path ...]
+                                       (each RUN may name the paths taken from it; default all)
   fit_tc_auto.py RUN.jsonl             prints the launch and rate per path and anchor N as the
                                        C++ table of linear/policy/tc_auto.hpp
   fit_tc_auto.py RUN.jsonl --check     also replays the fitted model on every grid point: the
@@ -12,7 +14,7 @@ bench_linear16 run, and checks a model against it.
   fit_tc_auto.py --self-test           fits synthetic points made from known rates (CTest)
 
 The model: t(N) = launch(N) + units * rate(N), both piecewise linear in N between the anchors
-1, 8, 32, 128, 512, 2048. units: cublas_dense and sparse24 M*K/1e6, tc_block32 occupied 32x32
+1, 8, 32, 128, 512, 2048. units: cublas_dense, sparse24 and cusparselt M*K/1e6, tc_block32 occupied 32x32
 blocks/1e3, tc_tile_offsets occupied 64x64 tiles * (1 + nnz per tile / 960) / 1e3, cusparse_csr
 nonzeros/1e6. launch and rate at an anchor: least squares on relative error over the grid's points
 at that N (every shape and structure the path ran).
@@ -22,9 +24,9 @@ import re
 import sys
 
 ANCHORS = [1, 8, 32, 128, 512, 2048]
-PATHS = ["cublas_dense", "tc_block32", "tc_tile_offsets", "sparse24", "cusparse_csr"]
+PATHS = ["cublas_dense", "tc_block32", "tc_tile_offsets", "sparse24", "cusparse_csr", "cusparselt"]
 BENCH_NAME = {"cublas_bf16": "cublas_dense", "tc_block32": "tc_block32", "tc_tile_offsets": "tc_tile_offsets",
-              "sparse24": "sparse24", "cusparse_csr_bf16": "cusparse_csr"}
+              "sparse24": "sparse24", "cusparse_csr_bf16": "cusparse_csr", "cusparselt": "cusparselt"}
 # Paths that compute the same bf16 layer (the "fastest" of a point); the float and fp16/tf32
 # baselines and the automatic plans themselves are reported beside it, not in it.
 SAME_LAYER = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_block32", "sparse24", "cusparselt",
@@ -32,7 +34,7 @@ SAME_LAYER = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_block32", "s
 
 
 def units(path, p):
-    if path in ("cublas_dense", "sparse24"):
+    if path in ("cublas_dense", "sparse24", "cusparselt"):
         return p["m"] * p["k"] * 1e-6
     if path == "tc_block32":
         return p["blocks32"] * 1e-3
@@ -42,7 +44,10 @@ def units(path, p):
     return p["tiles64"] * (1.0 + per_tile / 960.0) * 1e-3
 
 
-def load(fn):
+def load(spec):
+    """The linear16 rows of a run, "FILE" or "FILE:path,path" (only those bench paths)."""
+    fn, _, only = spec.partition(":")
+    keep = set(only.split(",")) if only else None
     rows = []
     for line in open(fn):
         line = line.strip()
@@ -50,6 +55,8 @@ def load(fn):
             continue
         r = json.loads(line)
         if r.get("family") != "linear16" or "time_us" not in r or r.get("error"):
+            continue
+        if keep is not None and r.get("path") not in keep:
             continue
         rows.append(r)
     return rows
@@ -199,7 +206,8 @@ def self_test():
 def main():
     if "--self-test" in sys.argv:
         return self_test()
-    rows = load(sys.argv[1])
+    runs = [a for i, a in enumerate(sys.argv[1:], 1) if not a.startswith("--") and sys.argv[i - 1] != "--header"]
+    rows = [r for spec in runs for r in load(spec)]
     pts = points(rows)
     rates = fit(pts)
     for path in PATHS:

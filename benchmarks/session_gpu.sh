@@ -11,6 +11,12 @@
 # runs once (TESTS, default every case), under memcheck (SANITIZE_FILTER) and racecheck
 # (RACECHECK_FILTER), then each benchmark of BENCHES ("name args;name args", JSON lines to
 # $OUT/<name>.jsonl) and, when the bundle has base/, the comparison with it (CONFIGS, POLICIES).
+# With LT=1 only the cuSPARSELt stage runs: cuSPARSELt is found on the GPU machine only (inside the
+# Python package nvidia-cusparselt-cu13), so the programs that use it are compiled there with nvcc
+# (two at once): the 2:4 tests, whose [cusparselt] case needs it, linked to a Catch2 v2 main built
+# elsewhere (LT_CATCH_MAIN: its object; LT_CATCH_INCLUDE: the folder holding catch2/catch.hpp),
+# run as LT_TESTS (default [sparse24]), and bench_linear16, run with LT_BENCH_ARGS (JSON lines to
+# $OUT/bench_linear16_lt.jsonl).
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/common/gpu_env.sh
 source "$(dirname "$0")/common/gpu_env.sh"
@@ -18,6 +24,42 @@ cd "$SDNN_ROOT" || exit 1
 B=${1:-build-gpu}  # relative to the repository root
 use_out "${OUT:-$B/session}" || exit 1
 export OUT  # gpu_check.sh writes its summary.txt there, the lines below append to it
+if [ "${LT:-0}" = 1 ]; then
+  gpu_banner "session_gpu (cuSPARSELt stage)"
+  lt=$(python3 -c "import nvidia.cusparselt as m; print(list(m.__path__)[0])" 2>/dev/null)
+  ltlib=$(ls "$lt"/lib/libcusparseLt.so* 2>/dev/null | head -1)
+  [ -f "$lt/include/cusparseLt.h" ] && [ -n "$ltlib" ] || { say "cuSPARSELt not found (nvidia.cusparselt: '$lt')"; exit 1; }
+  mkdir -p "$B/lt"
+  flags=(-std=c++17 -O3 -DNDEBUG -arch=sm_90 --expt-relaxed-constexpr --extended-lambda -DSDNN_HAS_CUDA=1
+         -DSDNN_HAS_CUSPARSELT=1 -Iinclude -Ibenchmarks/common -Itests/common "-I$lt/include")
+  libs=(-Xlinker "$ltlib" -lcublas -lcusparse -Xlinker -rpath -Xlinker "$lt/lib")  # nvcc takes no .so.0 file
+  t0=$(date +%s)
+  nvcc "${flags[@]}" -DSDNN_CATCH2_MAJOR=2 "-I${LT_CATCH_INCLUDE:?}" "-DSDNN_TEST_DATA_DIR=\"$SDNN_ROOT/tests/data\"" \
+    tests/cuda/test_linear_sparse24.cu "${LT_CATCH_MAIN:?}" -o "$B/lt/sparse24_tests" "${libs[@]}" \
+    >"$OUT/lt_build_tests.log" 2>&1 &
+  nvcc "${flags[@]}" benchmarks/bench_linear16.cu -o "$B/lt/bench_linear16" "${libs[@]}" -lpthread \
+    >"$OUT/lt_build_bench.log" 2>&1 &
+  wait
+  say "cuSPARSELt builds in $(( $(date +%s) - t0 )) s ($ltlib)"
+  rc=0
+  if [ -x "$B/lt/sparse24_tests" ]; then
+    SDNN_REQUIRE_GPU=1 timeout "${TESTS_TIMEOUT:-200}" "$B/lt/sparse24_tests" "${LT_TESTS:-[sparse24]}" >"$OUT/lt_tests.log" 2>&1 || rc=1
+    say "2:4 tests (${LT_TESTS:-[sparse24]}): $(grep -E '^(All tests passed|test cases:)' "$OUT/lt_tests.log" | tail -1)"
+    grep -E "FAILED" -A8 "$OUT/lt_tests.log" | head -40
+  else
+    rc=1; say "2:4 tests did not build:"; tail -20 "$OUT/lt_build_tests.log"
+  fi
+  if [ -x "$B/lt/bench_linear16" ]; then
+    read -r -a args <<<"${LT_BENCH_ARGS:-}"
+    SDNN_BENCH_JSON="$OUT/bench_linear16_lt.jsonl" timeout "${BENCH_TIMEOUT:-300}" "$B/lt/bench_linear16" "${args[@]}" \
+      >"$OUT/bench_linear16_lt.log" 2>&1 || rc=1
+    say "bench_linear16 ${LT_BENCH_ARGS:-}: $(wc -l <"$OUT/bench_linear16_lt.jsonl" 2>/dev/null || echo 0) JSON lines"
+  else
+    rc=1; say "bench_linear16 did not build:"; tail -20 "$OUT/lt_build_bench.log"
+  fi
+  say "== session_gpu (cuSPARSELt stage) status: $([ $rc = 0 ] && echo PASS || echo FAIL)"
+  exit $rc
+fi
 if [ -n "${BUNDLE:-}" ]; then
   mkdir -p "$B" && tar -xJf "$BUNDLE" -C "$B" || exit 1
   gpu_banner "session_gpu (bundle: $(head -1 "$B/manifest.txt"))"

@@ -62,6 +62,7 @@
 #include "sdnn/linear/reference/sparse24.hpp"
 #include "sdnn/linear/reference/spmm.hpp"
 #include "sdnn/linear/reference/tc_linear.hpp"
+#include "sdnn/linear/vendor/sparse24_vendor.hpp"
 
 #include "sdnn/conv/filter_removal.hpp"
 #include "sdnn/conv/gemm_weights.hpp"

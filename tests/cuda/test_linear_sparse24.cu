@@ -2,7 +2,8 @@
 // rounded inputs: small integers (every sum exact: Y equals the reference bit for bit) and random reals
 // within a bound derived from K (require_within_bound); odd shapes, every tile configuration, K splits,
 // repeat determinism, poisoned outputs, NaN/Inf, extreme normals, unaligned views, refusals before any
-// launch; cuSPARSELt against the reference when built with SDNN_HAS_CUSPARSELT.
+// launch; cuSPARSELt against the reference, and as the automatic layer's path, when built with
+// SDNN_HAS_CUSPARSELT.
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_test_util.hpp"
 
@@ -11,7 +12,10 @@
 #include <sdnn/linear/reference/sparse24.hpp>
 #include <sdnn/train/op/prune_sparse24.hpp>
 #if SDNN_HAS_CUSPARSELT
+#include <sdnn/linear/op/tc_auto.cuh>
 #include <sdnn/linear/vendor/cusparselt.cuh>
+
+#include <sstream>
 #endif
 
 #include <cmath>
@@ -591,5 +595,70 @@ TEST_CASE("cuSPARSELt baseline against the reference", "[cuda][sparse24][cuspars
   auto dd = sdnn_test::upload(dense, ex);
   REQUIRE(has(error_text([&] { vendor::cusparselt_linear<bf16> lt(dense_view<bf16 const>{m, k, k, dd.data()}, 16, ex); }),
               "not 2:4"));
+}
+
+// The automatic layer takes cuSPARSELt where it wins, only at the batch sizes planned for it. The
+// choice is set through a loaded tuning entry (the model picks it only for large W at 512+ rows,
+// too slow for the host reference here). Small integers: every sum is exact, so each path gives
+// the reference's bits.
+TEST_CASE("tc_auto with cuSPARSELt: planned batch sizes, other sizes, strided views, epilogue",
+          "[cuda][sparse24][cusparselt]") {
+  SDNN_REQUIRE_DEVICE();
+  sdnn_test::stream_guard sg;
+  auto ex = sg.exec();
+  std::int64_t const m = 512, k = 1024, n = 64;
+  auto w = random_w<bf16>(m, k, 121, true);
+  auto wd = to_dense(w);
+  auto const st = ops::analyze_weights(std::as_const(wd).view());
+  REQUIRE(st.is_24);
+  int dev = 0;
+  cudaDeviceProp prop{};
+  SDNN_CUDA_CHECK(cudaGetDevice(&dev));
+  SDNN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  std::ostringstream line;
+  line << "sdnn-tc-auto-tuning 1\n"
+       << prop.name << '\t' << m << '\t' << k << '\t' << st.nnz << '\t' << st.tiles64 << '\t' << st.blocks32
+       << "\t1\t2\t" << n << "\tcusparselt\n";
+  std::istringstream in(line.str());
+  ops::tc_tuning_clear();
+  REQUIRE(ops::tc_tuning_load(in) == 1);
+  ops::tc_auto_options opt;
+  opt.max_rows = 256;
+  ops::tc_auto_linear_plan<bf16> plan(std::as_const(wd).view(), ex, opt);
+  ops::tc_tuning_clear();
+  INFO(plan.describe());
+  REQUIRE(plan.path(n) == policy::tc_path::cusparselt);
+  REQUIRE(plan.path(n - 1) != policy::tc_path::cusparselt);
+  REQUIRE(has(plan.describe(), "cusparselt at N = 64"));
+  auto run = [&](std::int64_t rows, std::int64_t x_ld, basic_epilogue<float> epi, std::vector<float> const& bias) {
+    auto x = random_x<bf16>(rows, k, x_ld, 122, true);
+    auto dx = sdnn_test::upload(x, ex);
+    buffer<float, device_space> db;
+    if (!bias.empty()) {
+      db = sdnn_test::upload(bias, ex);
+      epi.bias = db.data();
+    }
+    buffer<bf16, device_space> dy(static_cast<std::size_t>(rows * m), ex);
+    SDNN_CUDA_CHECK(cudaMemsetAsync(dy.data(), 0xFF, dy.size() * sizeof(bf16), ex.stream));
+    plan.run(ex, dense_view<bf16 const>{rows, k, x_ld, dx.data()}, dense_view<bf16>{rows, m, m, dy.data()}, epi);
+    return std::make_pair(sdnn_test::download(dy.data(), dy.size(), ex), x);
+  };
+  for (auto [rows, x_ld] : {std::pair<std::int64_t, std::int64_t>{n, k}, {n - 1, k}, {n, k + 8}}) {
+    INFO("rows " << rows << ", X ld " << x_ld << " (path " << policy::tc_path_name(plan.path(rows)) << ")");
+    auto [got, x] = run(rows, x_ld, epilogue_none(), {});
+    require_exact(got, reference_y<bf16, bf16>(w, x, rows, x_ld, m, epilogue_none()), rows, m, m);
+  }
+  // With bias and ReLU the cuSPARSELt path applies the epilogue to its 16-bit product: exactly
+  // round(relu(y + b)) of the identity run's y.
+  std::vector<float> bias(static_cast<std::size_t>(m));
+  for (std::int64_t j = 0; j < m; ++j) bias[std::size_t(j)] = 0.375f * float(j % 7) - 1.0f;
+  basic_epilogue<float> relu;
+  relu.relu = true;
+  auto [plain, x0] = run(n, k, epilogue_none(), {});
+  auto [with_epi, x1] = run(n, k, relu, bias);
+  std::vector<bf16> expect(plain.size());
+  for (std::size_t i = 0; i < plain.size(); ++i)
+    expect[i] = bf16(std::max(float(plain[i]) + bias[i % std::size_t(m)], 0.0f));
+  require_exact(with_epi, expect, n, m, m);
 }
 #endif

@@ -80,7 +80,13 @@ TEST_CASE("tc_auto: candidates and the cost model's choices", "[tc_auto]") {
   s24.is_24 = true;
   unsigned const cs = policy::tc_candidates(t, s24);
   CHECK((cs & bit(tc_path::sparse24)) != 0);
+  CHECK((cs & bit(tc_path::cusparselt)) != 0);
+  CHECK((cu & bit(tc_path::cusparselt)) == 0);  // not 2:4
   CHECK(policy::tc_choose(t, s24, 8, cs).path == tc_path::sparse24);
+  // At 2048 rows cuSPARSELt's 2:4 matmul beats dense cuBLAS (measured 1.38-1.48x on these shapes);
+  // without it, cuBLAS (sdnn's mma.sp kernel runs at half of cuBLAS there).
+  CHECK(policy::tc_choose(t, s24, 2048, cs).path == tc_path::cusparselt);
+  CHECK(policy::tc_choose(t, s24, 2048, cs & ~bit(tc_path::cusparselt)).path == tc_path::cublas_dense);
   // The reason names the choice and every candidate's estimate.
   auto const c = policy::tc_choose(t, blocks, 32, cb);
   CHECK(sdnn_test::has(c.reason, "N = 32: tc_block32"));

@@ -1,6 +1,7 @@
 // sdnn/linear/op/tc_auto.cuh - ops::tc_auto_linear_plan<T, Out>: Y[N x M] = epi(X[N x K] W^T)
 // for a 16-bit W given dense on the host, run by whichever of cuBLAS dense, 32 x 32 block-sparse,
-// 64 x 64 tile-offsets, 2:4 or cuSPARSE CSR is fastest for the batch size. The constructor reads W's structure
+// 64 x 64 tile-offsets, 2:4, cuSPARSE CSR or (where the program has it) cuSPARSELt 2:4 is fastest
+// for the batch size. The constructor reads W's structure
 // (analyze_weights), asks the cost model (linear/policy/tc_auto.hpp) which paths win at the
 // batch sizes up to max_rows, and uploads only those encodings. run() picks among them per N
 // without synchronising; path(n) and reason(n) say what it runs and why. tune() replaces the
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,6 +43,10 @@
 #include "sdnn/linear/op/tc_linear.cuh"
 #include "sdnn/linear/vendor/cublas.cuh"
 #include "sdnn/linear/vendor/cusparse.cuh"
+#include "sdnn/linear/vendor/sparse24_vendor.hpp"
+#if SDNN_HAS_CUSPARSELT
+#include "sdnn/linear/vendor/cusparselt.cuh"  // offers cuSPARSELt through the hook above
+#endif
 
 namespace sdnn::ops {
 
@@ -68,7 +74,8 @@ class tc_auto_linear_plan {
 
   // W: M x K on the host (row-major, ld >= K). Reads its structure, chooses the paths for the
   // batch sizes up to opt.max_rows by the cost model (or by an earlier tune() of the same
-  // structure on this GPU in this process) and uploads their encodings on exec.stream.
+  // structure on this GPU in this process) and uploads their encodings on exec.stream (where
+  // cuSPARSELt is chosen for some batch size, making its plans synchronises exec.stream).
   // Refuses a GPU below sm_80, sizes over int32 and an empty `allowed` set.
   tc_auto_linear_plan(dense_view<T const> w, cuda_exec exec, tc_auto_options opt = {}) : opt_(opt), runs_(exec) {
     SDNN_EXPECTS(opt.max_rows >= 1, "tc_auto_linear_plan: max_rows must be >= 1, got ", opt.max_rows);
@@ -79,10 +86,13 @@ class tc_auto_linear_plan {
     tuning_ = policy::tc_auto_tuning_for(arch_);
     structure_ = analyze_weights(w);
     candidates_ = policy::tc_candidates(tuning_, structure_, opt.allowed);
-    SDNN_EXPECTS(candidates_ != 0, "tc_auto_linear_plan: no path left: allowed mask ", opt.allowed,
-                 " excludes cuBLAS and W (", structure_.describe(), ") suits none of the allowed sparse paths");
-    SDNN_EXPECTS(opt.max_rows == 1 || policy::tc_runnable(candidates_, 2) != 0, "tc_auto_linear_plan: no path left "
-                 "for more than one row: cusparse_csr runs one row only (max_rows is ", opt.max_rows, ")");
+    // cuSPARSELt: where the program offers it (vendor/sparse24_vendor.hpp), for a 16-bit Y.
+    if (!std::is_same_v<Out, T> || vendor::sparse24_vendor_maker<T>.load() == nullptr) candidates_ &= ~lt_bit;
+    SDNN_EXPECTS((candidates_ & ~lt_bit) != 0, "tc_auto_linear_plan: no path left: allowed mask ", opt.allowed,
+                 " excludes cuBLAS and W (", structure_.describe(), ") suits none of the allowed sparse paths ",
+                 "(cusparselt alone does not do: it runs only the batch sizes it was planned for)");
+    SDNN_EXPECTS(opt.max_rows == 1 || policy::tc_runnable(candidates_ & ~lt_bit, 2) != 0, "tc_auto_linear_plan: no "
+                 "path left for more than one row: cusparse_csr runs one row only (max_rows is ", opt.max_rows, ")");
     host_w_.resize(std::size_t(w.rows) * std::size_t(w.cols));  // packed: the encodings are built from it
     for (std::int64_t i = 0; i < w.rows; ++i)
       std::copy(w.data + i * w.ld, w.data + i * w.ld + w.cols, host_w_.begin() + std::size_t(i * w.cols));
@@ -95,8 +105,17 @@ class tc_auto_linear_plan {
         if (same_structure(key) && (candidates_ & (1u << int(p)))) tuned_[key.n] = p;
     }
     unsigned need = 0;
-    for (std::int64_t n : sample_ns()) need |= 1u << int(pick(n));
-    build(need, exec);
+    std::vector<std::int64_t> lt_ns;
+    for (std::int64_t n : sample_ns()) {
+      auto const p = pick(n);
+      need |= 1u << int(p);
+      if (p == policy::tc_path::cusparselt) lt_ns.push_back(n);
+    }
+    // cuSPARSELt runs only the sizes it was planned for: some other path must run the rest.
+    if (opt.max_rows > 1 && policy::tc_runnable(need & ~lt_bit, 2) == 0)
+      need |= 1u << int(pick(opt.max_rows, policy::tc_runnable(candidates_ & ~lt_bit, 2)));
+    if ((need & ~lt_bit) == 0) need |= 1u << int(pick(1, candidates_ & ~lt_bit));
+    build(need, exec, lt_ns);
     if (!opt.keep_host_copy) std::vector<T>().swap(host_w_);
   }
 
@@ -115,23 +134,26 @@ class tc_auto_linear_plan {
     if (blocks_) b += blocks_->weight_bytes() + blocks_->workspace_bytes();
     if (tiles_) b += tiles_->weight_bytes() + tiles_->workspace_bytes();
     if (s24_) b += std::size_t(structure_.m) * std::size_t(structure_.k) * 9 / 16 + s24_->workspace_bytes();
+    for (auto const& [n, lt] : lt_) b += lt->device_bytes();
     b += csr_w_.row_ptr().size() * 4 + csr_w_.col_idx().size() * 4 + csr_w_.values().size() * sizeof(T) +
          csr_ws_.size();
     return b;
   }
 
   // The path a run with n rows takes: the measured winner of the nearest tuned N (log scale)
-  // when tune() ran for this structure, else the cost model's, among the built paths.
-  policy::tc_path path(std::int64_t n) const { return pick(n, built_); }
+  // when tune() ran for this structure, else the cost model's, among the built paths
+  // (cusparselt only at a batch size it was planned for: the model's anchors up to max_rows,
+  // max_rows and tune()'s sizes where it won).
+  policy::tc_path path(std::int64_t n) const { return pick(n, ready(n)); }
   // Why: the cost model's estimate of every candidate, or the measurement behind a tuned choice.
   std::string reason(std::int64_t n) const {
     auto const p = path(n);
     std::string r;
-    if (auto t = tuned_for(n, built_)) {
+    if (auto t = tuned_for(n, ready(n))) {
       r = ::sdnn::detail::concat("N = ", n, ": ", policy::tc_path_name(p), " (measured by tune() at N = ", t->first, ")");
       if (auto it = measured_.find(t->first); it != measured_.end()) r += " " + it->second;
     } else {
-      r = policy::tc_choose(tuning_, structure_, n, built_).reason;
+      r = policy::tc_choose(tuning_, structure_, n, ready(n)).reason;
     }
     return r + "; " + structure_.describe();
   }
@@ -140,11 +162,19 @@ class tc_auto_linear_plan {
                                            ">: ", structure_.describe(), "; built:");
     for (int p = 0; p < policy::tc_path_count; ++p)
       if (built_ & (1u << p)) d += ::sdnn::detail::concat(" ", policy::tc_path_name(policy::tc_path(p)));
+    if (!lt_.empty()) {
+      d += " (cusparselt at N =";
+      for (auto const& [n, lt] : lt_) d += ::sdnn::detail::concat(" ", n);
+      d += ")";
+    }
+    if (!lt_refused_.empty()) d += "; cusparselt refused: " + lt_refused_;
     return d + ::sdnn::detail::concat("; ", device_bytes(), " device bytes; max_rows ", opt_.max_rows);
   }
 
   // y = epi(x W^T) on exec.stream, by path(x.rows). epi.bias: device memory, M floats. Never
-  // synchronises or allocates.
+  // synchronises or allocates. The cusparselt path rounds the product to T before a
+  // non-identity epilogue (two roundings; every other path rounds once) and needs contiguous
+  // rows in X and Y: with others the run takes the best other built path.
   void run(cuda_exec exec, dense_view<T const> x, dense_view<Out> y, basic_epilogue<float> const& epi = {}) const {
     SDNN_EXPECTS_DIMS(x.cols == structure_.k && y.rows == x.rows && y.cols == structure_.m, "tc_auto_linear_plan: X is ",
                       x.rows, " x ", x.cols, ", Y ", y.rows, " x ", y.cols, "; need X N x ", structure_.k, ", Y N x ",
@@ -153,7 +183,10 @@ class tc_auto_linear_plan {
                  opt_.max_rows);
     runs_.note(exec);
     if (x.rows == 0) return;
-    run_path(path(x.rows), exec, x, y, epi);
+    auto p = path(x.rows);
+    if (p == policy::tc_path::cusparselt && !((x.rows <= 1 || x.ld == x.cols) && (y.rows <= 1 || y.ld == y.cols)))
+      p = pick(x.rows, ready(x.rows) & ~lt_bit);
+    run_path(p, exec, x, y, epi);
   }
 
   // Measures every candidate path at each n in ns (each <= max_rows) on this plan's W: 2
@@ -167,7 +200,7 @@ class tc_auto_linear_plan {
       SDNN_EXPECTS(n >= 1 && n <= opt_.max_rows, "tc_auto_linear_plan::tune: N = ", n, " outside [1, max_rows = ",
                    opt_.max_rows, "]");
     cuda_exec const own = runs_.owned(exec);
-    build(host_w_.empty() ? 0u : candidates_, exec);
+    build(host_w_.empty() ? 0u : candidates_, exec, ns);
     std::int64_t const nmax = *std::max_element(ns.begin(), ns.end());
     std::vector<T> hx(std::size_t(nmax) * std::size_t(structure_.k));
     for (std::size_t i = 0; i < hx.size(); ++i) hx[i] = T(float(int(i % 17) - 8) * 0.0625f);
@@ -189,7 +222,7 @@ class tc_auto_linear_plan {
         policy::tc_path win = policy::tc_path::cublas_dense;
         std::string line = "(median us:";
         for (int p = 0; p < policy::tc_path_count; ++p) {
-          if (!(policy::tc_runnable(built_, n) & (1u << p))) continue;
+          if (!(policy::tc_runnable(ready(n), n) & (1u << p))) continue;
           for (int i = 0; i < 2; ++i) run_path(policy::tc_path(p), own, xv, yv, {});
           std::vector<float> ms(7);
           for (auto& t : ms) {
@@ -221,9 +254,17 @@ class tc_auto_linear_plan {
     SDNN_CUDA_CHECK(cudaEventDestroy(b));
     if (!err.empty()) SDNN_FAIL("tc_auto_linear_plan::tune: ", err);
     SDNN_CUDA_CHECK(cudaStreamSynchronize(own.stream));
-    // Keep what some batch size up to max_rows still uses.
+    // Keep what some batch size up to max_rows still uses (and cuSPARSELt's plans where they win).
     unsigned keep = 0;
-    for (std::int64_t n : sample_ns()) keep |= 1u << int(pick(n, built_));
+    std::vector<std::int64_t> lt_keep;
+    for (std::int64_t n : sample_ns()) {
+      auto const p = pick(n, ready(n));
+      keep |= 1u << int(p);
+      if (p == policy::tc_path::cusparselt) lt_keep.push_back(n);
+    }
+    for (auto it = lt_.begin(); it != lt_.end();)
+      it = std::find(lt_keep.begin(), lt_keep.end(), it->first) == lt_keep.end() ? lt_.erase(it) : std::next(it);
+    if (lt_.empty()) keep &= ~lt_bit;
     release(built_ & ~keep);
   }
 
@@ -255,6 +296,9 @@ class tc_auto_linear_plan {
     if (best && !(policy::tc_runnable(among, n) & (1u << int(best->second)))) best.reset();
     return best;
   }
+  static constexpr unsigned lt_bit = 1u << int(policy::tc_path::cusparselt);
+  // The built paths that can run n rows now: cusparselt only where it has a plan for n.
+  unsigned ready(std::int64_t n) const { return lt_.count(n) ? built_ : built_ & ~lt_bit; }
   policy::tc_path pick(std::int64_t n, unsigned among = 0) const {
     if (among == 0) among = candidates_;
     if (auto t = tuned_for(n, among)) return t->second;
@@ -270,9 +314,12 @@ class tc_auto_linear_plan {
             int(sizeof(Out)), n};
   }
 
-  // Uploads the encodings of the paths in `mask` not yet built (from the host copy).
-  void build(unsigned mask, cuda_exec exec) {
-    mask &= candidates_ & ~built_;
+  // Uploads the encodings of the paths in `mask` not yet built (from the host copy); cusparselt:
+  // a cuSPARSELt plan for each of lt_ns it lacks (its making synchronises exec.stream; one that
+  // cuSPARSELt refuses is left out and the refusal shown by describe()).
+  void build(unsigned mask, cuda_exec exec, std::vector<std::int64_t> const& lt_ns = {}) {
+    if ((mask & candidates_ & lt_bit) && !host_w_.empty()) build_lt(lt_ns, exec);
+    mask &= candidates_ & ~built_ & ~lt_bit;
     if (!mask) return;
     SDNN_EXPECTS(!host_w_.empty(), "tc_auto_linear_plan: W's host copy was dropped (keep_host_copy = false)");
     cuda_exec const own = runs_.owned(exec);
@@ -311,6 +358,26 @@ class tc_auto_linear_plan {
                                              own);
       }
     }
+  }
+
+  void build_lt(std::vector<std::int64_t> const& ns, cuda_exec exec) {
+    auto const maker = vendor::sparse24_vendor_maker<T>.load();
+    cuda_exec const own = runs_.owned(exec);
+    buffer<T, device_space> tmp;  // W dense on the device while the plans compress it
+    T const* wd = dense_w_.data();
+    for (std::int64_t n : ns) {
+      if (lt_.count(n)) continue;
+      if (wd == nullptr) {
+        tmp = to_device(host_w_.data(), host_w_.size(), own);
+        wd = tmp.data();
+      }
+      try {
+        lt_[n] = maker(dense_view<T const>{structure_.m, structure_.k, structure_.k, wd}, n, own);
+      } catch (error const& e) {
+        lt_refused_ += ::sdnn::detail::concat(lt_refused_.empty() ? "" : "; ", "N = ", n, ": ", e.what());
+      }
+    }
+    if (!lt_.empty()) built_ |= lt_bit;
   }
 
   // W in CSR (16-bit values, int32 indices) and its cuSPARSE descriptor; the SpMM workspace for
@@ -382,6 +449,7 @@ class tc_auto_linear_plan {
       csr_w_ = {};
       csr_ws_ = {};
     }
+    if (mask & lt_bit) lt_.clear();
     built_ &= ~mask;
     if (!(built_ & ((1u << int(P::cublas_dense)) | (1u << int(P::cusparse_csr))))) stage_ = {};
   }
@@ -393,6 +461,12 @@ class tc_auto_linear_plan {
       case P::tc_block32: return blocks_->run(exec, x, y, epi);
       case P::tc_tile_offsets: return tiles_->run(exec, x, y, epi);
       case P::sparse24: return s24_->run(exec, x, y, epi);
+      case P::cusparselt:
+        if constexpr (std::is_same_v<Out, T>) {  // never a candidate otherwise
+          lt_.at(x.rows)->run(exec, x, y);
+          if (!kernels::is_identity(epi)) kernels::apply_epilogue(y, epi, exec);
+        }
+        return;
       case P::cublas_dense:
       case P::cusparse_csr: break;
     }
@@ -436,6 +510,8 @@ class tc_auto_linear_plan {
   std::unique_ptr<blocks_plan> blocks_;
   std::unique_ptr<tiles_plan> tiles_;
   std::unique_ptr<s24_plan> s24_;
+  std::map<std::int64_t, std::unique_ptr<vendor::sparse24_matmul<T>>> lt_;  // cuSPARSELt, by batch size
+  std::string lt_refused_;
   csr_matrix<T, std::int32_t, device_space> csr_w_;
   buffer<unsigned char, device_space> csr_ws_;
   vendor::cusparse_spmat csr_;  // declared after the arrays it points into: destroyed first

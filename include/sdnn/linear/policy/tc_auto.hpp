@@ -24,12 +24,22 @@ namespace sdnn::policy {
 //                    the fastest path there from 90 % unstructured sparsity; at more rows its
 //                    16-bit SpMM was measured neither within the float-accumulation bound nor
 //                    deterministic (and 10-1000x slower).
+//   cusparselt:      W 2:4 through cuSPARSELt (cusparseLtMatmul, float compute), a plan per batch
+//                    size; only where the program has cuSPARSELt (linear/vendor/cusparselt.cuh
+//                    built with SDNN_HAS_CUSPARSELT) and Y is 16-bit. Fastest for 2:4 at 512+ rows.
 // Not candidates, by measurement (bench_linear16, benchmarks/results/linear16_*.md): sdnn's own
 // dense mma.sync kernel (slower than cuBLAS at every point) and the float CUDA-core kernels
 // (they compute a float layer; on float copies they beat every 16-bit path only at 99 % sparsity
 // and 32-128 rows).
-enum class tc_path : int { cublas_dense = 0, tc_block32 = 1, tc_tile_offsets = 2, sparse24 = 3, cusparse_csr = 4 };
-inline constexpr int tc_path_count = 5;
+enum class tc_path : int {
+  cublas_dense = 0,
+  tc_block32 = 1,
+  tc_tile_offsets = 2,
+  sparse24 = 3,
+  cusparse_csr = 4,
+  cusparselt = 5
+};
+inline constexpr int tc_path_count = 6;
 inline constexpr unsigned tc_all_paths = (1u << tc_path_count) - 1;  // a mask of every path
 
 constexpr char const* tc_path_name(tc_path p) {
@@ -39,6 +49,7 @@ constexpr char const* tc_path_name(tc_path p) {
     case tc_path::tc_tile_offsets: return "tc_tile_offsets";
     case tc_path::sparse24: return "sparse24";
     case tc_path::cusparse_csr: return "cusparse_csr";
+    case tc_path::cusparselt: return "cusparselt";
   }
   return "?";
 }
@@ -61,8 +72,8 @@ struct weight_structure {
 };
 
 // The modelled time of a path: t(N) = launch(N) + units * rate(N), both piecewise linear in N
-// between the anchors (and beyond the last, along its last segment). units: cublas_dense and
-// sparse24 M*K / 1e6; tc_block32 occupied blocks / 1e3; tc_tile_offsets occupied tiles / 1e3
+// between the anchors (and beyond the last, along its last segment). units: cublas_dense,
+// sparse24 and cusparselt M*K / 1e6; tc_block32 occupied blocks / 1e3; tc_tile_offsets occupied tiles / 1e3
 // weighted by their fill, tiles * (1 + nnz per tile / 960) (a tile's fixed work is worth 960
 // nonzeros of expansion, from the N = 8 fit of 50-95 % below); cusparse_csr nonzeros / 1e6.
 inline constexpr int tc_anchor_count = 6;
@@ -87,8 +98,9 @@ struct tc_auto_tuning {
 
 // sm_90: NVIDIA H100 80GB HBM3, CUDA 13.0, 2026-11-25: benchmarks/fit_tc_auto.py on the full
 // bench_linear16 grid (4 shapes x 6 N x 9 structures, L2 flushed;
-// benchmarks/results/linear16_fit_NVIDIA-H100_2026-11-25.jsonl; CTest host.tc_auto_table checks
-// that the rows below are that fit). In that sample the modelled choice was within 5 % of the
+// benchmarks/results/linear16_fit_NVIDIA-H100_2026-11-25.jsonl) and, for cusparselt, the 2:4 rows
+// of a cuSPARSELt build of it (linear16_lt_NVIDIA-H100_2026-11-25.jsonl); CTest host.tc_auto_table
+// checks that the rows below are that fit. In that sample the modelled choice was within 5 % of the
 // fastest measured path at 214 of 216 points; on a second run of the grid, at 215 of 216
 // (linear16_NVIDIA-H100_2026-11-25.md; worst 1.12x, 4096 x 4096 at 99 % and N = 8, a shape that
 // fits in L2).
@@ -103,6 +115,7 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
         {{15.87, 15.86, 31.86, 22.62, 63.03, 153.7}, {1.616, 1.73, 2.591, 10.02, 25.54, 100.3}},     // tc_tile_offsets
         {{7.381, 7.539, 10.63, 10.84, 35.7, 6.162}, {0.5147, 0.5124, 0.5123, 0.8642, 2.066, 9.892}}, // sparse24
         {{18.11, 18.11, 18.11, 18.11, 18.11, 18.11}, {2.229, 91.38, 242.1, 887.1, 3460, 14030}},     // cusparse_csr
+        {{15.55, 14.62, 14.8, 15.53, 18.5, 8.457}, {0.6894, 0.7074, 0.7042, 0.6883, 0.8489, 3.522}},  // cusparselt
     }},
     0.6,
     0.6,
@@ -124,7 +137,8 @@ constexpr tc_auto_tuning tc_auto_tuning_for(arch a) {
 inline double tc_path_units(tc_path p, weight_structure const& w) {
   switch (p) {
     case tc_path::cublas_dense:
-    case tc_path::sparse24: return double(w.m) * double(w.k) * 1e-6;
+    case tc_path::sparse24:
+    case tc_path::cusparselt: return double(w.m) * double(w.k) * 1e-6;
     case tc_path::tc_block32: return double(w.blocks32) * 1e-3;
     case tc_path::tc_tile_offsets: {
       double const per_tile = w.tiles64 ? double(w.nnz) / double(w.tiles64) : 0.0;
@@ -149,8 +163,9 @@ inline double tc_estimate_us(tc_auto_tuning const& t, tc_path p, weight_structur
   return tc_interpolate(r.launch, n) + tc_path_units(p, w) * tc_interpolate(r.rate, n);
 }
 
-// Which paths can run W: cuBLAS always; sparse24 only for a 2:4 W; the other sparse encodings
-// while they can pay (tuning thresholds). `allowed`: a mask of 1 << tc_path the caller permits (the
+// Which paths can run W: cuBLAS always; sparse24 and cusparselt only for a 2:4 W (the plan also
+// drops cusparselt where the program lacks cuSPARSELt); the other sparse encodings while they can
+// pay (tuning thresholds). `allowed`: a mask of 1 << tc_path the caller permits (the
 // result may be empty when it excludes cuBLAS).
 inline unsigned tc_candidates(tc_auto_tuning const& t, weight_structure const& w, unsigned allowed = tc_all_paths) {
   unsigned c = 1u << int(tc_path::cublas_dense);
@@ -159,7 +174,7 @@ inline unsigned tc_candidates(tc_auto_tuning const& t, weight_structure const& w
     if (w.density() <= t.max_tile_density) c |= 1u << int(tc_path::tc_tile_offsets);
     if (w.density() <= t.max_csr_density) c |= 1u << int(tc_path::cusparse_csr);
   }
-  if (w.is_24) c |= 1u << int(tc_path::sparse24);
+  if (w.is_24) c |= (1u << int(tc_path::sparse24)) | (1u << int(tc_path::cusparselt));
   return c & allowed;
 }
 

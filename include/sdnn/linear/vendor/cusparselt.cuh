@@ -5,7 +5,8 @@
 // A plan for one batch size N: prune check (refusing a W that is not 2:4), compression and an algorithm
 // search once, in the constructor, which synchronises exec.stream; run() enqueues one cusparseLtMatmul.
 // Errors: sdnn::library_error ("cuSPARSELt") with the status name and text. Only with
-// SDNN_HAS_CUSPARSELT=1 (cmake/sdnn_find_cusparselt.cmake, target sdnn::cusparselt_lib).
+// SDNN_HAS_CUSPARSELT=1 (cmake/sdnn_find_cusparselt.cmake, target sdnn::cusparselt_lib); a program
+// that includes it also offers cuSPARSELt to the automatic 16-bit layer (vendor/sparse24_vendor.hpp).
 #pragma once
 
 #include "sdnn/core/config.hpp"
@@ -23,6 +24,9 @@
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/numeric.hpp"
 #include "sdnn/formats/dense.hpp"
+#include "sdnn/linear/vendor/sparse24_vendor.hpp"
+
+#include <memory>
 
 namespace sdnn::vendor {
 
@@ -136,6 +140,7 @@ class cusparselt_linear {
 
   std::int64_t batch() const noexcept { return n_; }
   std::size_t compressed_bytes() const noexcept { return compressed_.size(); }
+  std::size_t workspace_bytes() const noexcept { return ws_.size(); }
 
   // y = x * W^T; x: N x K, y: N x M, contiguous rows (ld == cols), device.
   void run(cuda_exec exec, dense_view<T const> x, dense_view<T> y) const {
@@ -155,6 +160,29 @@ class cusparselt_linear {
   detail::cusparselt_state st_;
   buffer<unsigned char, device_space> compressed_, ws_;
 };
+
+namespace detail {
+template <class T>
+class cusparselt_matmul final : public sparse24_matmul<T> {
+ public:
+  cusparselt_matmul(dense_view<T const> w, std::int64_t n, cuda_exec exec) : lt_(w, n, exec) {}
+  void run(cuda_exec exec, dense_view<T const> x, dense_view<T> y) const override { lt_.run(exec, x, y); }
+  std::size_t device_bytes() const override { return lt_.compressed_bytes() + lt_.workspace_bytes(); }
+
+ private:
+  cusparselt_linear<T> lt_;
+};
+template <class T>
+std::unique_ptr<sparse24_matmul<T>> make_cusparselt_matmul(dense_view<T const> w, std::int64_t n, cuda_exec exec) {
+  return std::make_unique<cusparselt_matmul<T>>(w, n, exec);
+}
+// Set before main() in every program that includes this header.
+inline bool const cusparselt_offered = [] {
+  sparse24_vendor_maker<bf16>.store(&make_cusparselt_matmul<bf16>);
+  sparse24_vendor_maker<fp16>.store(&make_cusparselt_matmul<fp16>);
+  return true;
+}();
+}  // namespace detail
 
 }  // namespace sdnn::vendor
 
