@@ -629,7 +629,9 @@ TEST_CASE("tc_auto with cuSPARSELt: planned batch sizes, other sizes, strided vi
   INFO(plan.describe());
   REQUIRE(plan.path(n) == policy::tc_path::cusparselt);
   REQUIRE(plan.path(n - 1) != policy::tc_path::cusparselt);
-  REQUIRE(has(plan.describe(), "cusparselt at N = 64"));
+  // The tuned entry is the nearest for every size, so every size planned takes cuSPARSELt where it
+  // accepts the size (it may refuse some, e.g. one row; describe() lists the refusals).
+  REQUIRE(has(plan.describe(), "cusparselt at N ="));
   auto run = [&](std::int64_t rows, std::int64_t x_ld, basic_epilogue<float> epi, std::vector<float> const& bias) {
     auto x = random_x<bf16>(rows, k, x_ld, 122, true);
     auto dx = sdnn_test::upload(x, ex);
