@@ -645,11 +645,14 @@ TEST_CASE("tc_auto with cuSPARSELt: planned batch sizes, other sizes, strided vi
     plan.run(ex, dense_view<bf16 const>{rows, k, x_ld, dx.data()}, dense_view<bf16>{rows, m, m, dy.data()}, epi);
     return std::make_pair(sdnn_test::download(dy.data(), dy.size(), ex), x);
   };
-  for (auto [rows, x_ld] : {std::pair<std::int64_t, std::int64_t>{n, k}, {n - 1, k}, {n, k + 8}}) {
-    INFO("rows " << rows << ", X ld " << x_ld << " (path " << policy::tc_path_name(plan.path(rows)) << ")");
-    auto [got, x] = run(rows, x_ld, epilogue_none(), {});
-    require_exact(got, reference_y<bf16, bf16>(w, x, rows, x_ld, m, epilogue_none()), rows, m, m);
-  }
+  auto every_size = [&] {
+    for (auto [rows, x_ld] : {std::pair<std::int64_t, std::int64_t>{n, k}, {n - 1, k}, {n, k + 8}, {1, k}, {256, k}}) {
+      INFO("rows " << rows << ", X ld " << x_ld << " (path " << policy::tc_path_name(plan.path(rows)) << ")");
+      auto [got, x] = run(rows, x_ld, epilogue_none(), {});
+      require_exact(got, reference_y<bf16, bf16>(w, x, rows, x_ld, m, epilogue_none()), rows, m, m);
+    }
+  };
+  every_size();
   // With bias and ReLU the cuSPARSELt path applies the epilogue to its 16-bit product: exactly
   // round(relu(y + b)) of the identity run's y.
   std::vector<float> bias(static_cast<std::size_t>(m));
@@ -662,5 +665,11 @@ TEST_CASE("tc_auto with cuSPARSELt: planned batch sizes, other sizes, strided vi
   for (std::size_t i = 0; i < plain.size(); ++i)
     expect[i] = bf16(std::max(float(plain[i]) + bias[i % std::size_t(m)], 0.0f));
   require_exact(with_epi, expect, n, m, m);
+  // tune() measures every path (cuSPARSELt included) and keeps the winners and a path for the
+  // sizes cuSPARSELt has no plan for: every size still runs, exactly.
+  plan.tune(ex, {n, 256});
+  ops::tc_tuning_clear();
+  INFO(plan.describe() << "; " << plan.reason(n));
+  every_size();
 }
 #endif

@@ -111,11 +111,7 @@ class tc_auto_linear_plan {
       need |= 1u << int(p);
       if (p == policy::tc_path::cusparselt) lt_ns.push_back(n);
     }
-    // cuSPARSELt runs only the sizes it was planned for: some other path must run the rest.
-    if (opt.max_rows > 1 && policy::tc_runnable(need & ~lt_bit, 2) == 0)
-      need |= 1u << int(pick(opt.max_rows, policy::tc_runnable(candidates_ & ~lt_bit, 2)));
-    if ((need & ~lt_bit) == 0) need |= 1u << int(pick(1, candidates_ & ~lt_bit));
-    build(need, exec, lt_ns);
+    build(with_fallback(need, candidates_), exec, lt_ns);
     if (!opt.keep_host_copy) std::vector<T>().swap(host_w_);
   }
 
@@ -265,7 +261,7 @@ class tc_auto_linear_plan {
     for (auto it = lt_.begin(); it != lt_.end();)
       it = std::find(lt_keep.begin(), lt_keep.end(), it->first) == lt_keep.end() ? lt_.erase(it) : std::next(it);
     if (lt_.empty()) keep &= ~lt_bit;
-    release(built_ & ~keep);
+    release(built_ & ~with_fallback(keep, built_));
   }
 
  private:
@@ -297,6 +293,14 @@ class tc_auto_linear_plan {
     return best;
   }
   static constexpr unsigned lt_bit = 1u << int(policy::tc_path::cusparselt);
+  // cuSPARSELt runs only the sizes it was planned for (and contiguous rows): `need` plus, if it
+  // lacks one, the path of `among` that runs the rest (every n > 1, and one row).
+  unsigned with_fallback(unsigned need, unsigned among) const {
+    if (opt_.max_rows > 1 && policy::tc_runnable(need & ~lt_bit, 2) == 0)
+      need |= 1u << int(pick(opt_.max_rows, policy::tc_runnable(among & ~lt_bit, 2)));
+    if ((need & ~lt_bit) == 0) need |= 1u << int(pick(1, among & ~lt_bit));
+    return need;
+  }
   // The built paths that can run n rows now: cusparselt only where it has a plan for n.
   unsigned ready(std::int64_t n) const { return lt_.count(n) ? built_ : built_ & ~lt_bit; }
   policy::tc_path pick(std::int64_t n, unsigned among = 0) const {
