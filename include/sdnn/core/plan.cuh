@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <memory>
 
 #include "sdnn/core/cuda.cuh"
@@ -70,32 +71,72 @@ V const& implementable(plan_status const& st, V const& v) {
   return v;
 }
 
+// Holds a stream until the host sets *go (or about 50 ms pass): lets the host enqueue a whole run
+// behind it, so the run's events time the GPU's work and not the host's (flushed_timer).
+template <int = 0>
+__global__ void hold_stream_kernel(int const volatile* go) {
+#if __CUDA_ARCH__ >= 700
+  for (int i = 0; i < 50000 && *go == 0; ++i) __nanosleep(1000);
+#else
+  for (long long i = 0; i < 50000000ll && *go == 0; ++i) {
+  }
+#endif
+}
+
 // Plan-time timing of candidate runs the way the benchmarks time them: each run alone between two
 // events on the plan's stream, after a flush of the L2 cache (a memset of twice its size, not
-// timed), so that the ranking a plan makes matches what bench_* measures. Synchronises per run.
+// timed), so that the ranking a plan makes matches what bench_* measures. The stream is held
+// (hold_stream_kernel) until the run is enqueued: the time is the run's GPU time, not the host
+// work of enqueuing it, which for a vendor call (a cuDNN legacy call builds its execution plan on
+// the host) can exceed the kernel's and varies with the CPU's load. hold = false: no hold, so a
+// run whose host work outlasts the flush is timed with it (the wall time of issuing it, e.g. a
+// whole network layer by layer). Synchronises per run.
 class flushed_timer {
  public:
-  explicit flushed_timer(cuda_exec exec) : exec_(exec) {
+  explicit flushed_timer(cuda_exec exec, bool hold = true) : exec_(exec), hold_(hold) {
     int dev = 0, l2 = 0;
     SDNN_CUDA_CHECK(cudaGetDevice(&dev));
     SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
     flush_ = buffer<unsigned char, device_space>(std::size_t(2) * std::size_t(l2 > 0 ? l2 : 1 << 20), exec);
     SDNN_CUDA_CHECK(cudaEventCreate(&a_));
     SDNN_CUDA_CHECK(cudaEventCreate(&b_));
+    void* go = nullptr;
+    SDNN_CUDA_CHECK(cudaHostAlloc(&go, sizeof(int), cudaHostAllocMapped));
+    go_ = static_cast<int volatile*>(go);
+    *go_ = 1;
+    SDNN_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&go_dev_), go, 0));
   }
   flushed_timer(flushed_timer const&) = delete;
   flushed_timer& operator=(flushed_timer const&) = delete;
   ~flushed_timer() {
     if (a_) cudaEventDestroy(a_);
     if (b_) cudaEventDestroy(b_);
+    if (go_) {
+      *go_ = 1;
+      cuda_check_noexcept(cudaStreamSynchronize(exec_.stream), "cudaStreamSynchronize (flushed_timer)");
+      cuda_check_noexcept(cudaFreeHost(const_cast<int*>(go_)), "cudaFreeHost (flushed_timer)");
+    }
   }
   // Milliseconds of one run of f() (which enqueues on the timer's stream).
   template <class F>
   float operator()(F&& f) {
     SDNN_CUDA_CHECK(cudaMemsetAsync(flush_.data(), ++turn_ & 0xff, flush_.size(), exec_.stream));
+    *go_ = hold_ ? 0 : 1;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (hold_) hold_stream_kernel<<<1, 1, 0, exec_.stream>>>(go_dev_);
+    struct release {  // the GPU goes on however f() ends
+      int volatile* go;
+      void now() const {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        *go = 1;
+      }
+      ~release() { now(); }
+    } const rel{go_};
+    SDNN_CUDA_CHECK_LAUNCH();
     SDNN_CUDA_CHECK(cudaEventRecord(a_, exec_.stream));
     f();
     SDNN_CUDA_CHECK(cudaEventRecord(b_, exec_.stream));
+    rel.now();
     SDNN_CUDA_CHECK(cudaEventSynchronize(b_));
     float ms = 0;
     SDNN_CUDA_CHECK(cudaEventElapsedTime(&ms, a_, b_));
@@ -104,8 +145,11 @@ class flushed_timer {
 
  private:
   cuda_exec exec_;
+  bool hold_ = true;
   buffer<unsigned char, device_space> flush_;
   cudaEvent_t a_ = nullptr, b_ = nullptr;
+  int volatile* go_ = nullptr;  // pinned, mapped: the hold's release
+  int* go_dev_ = nullptr;
   int turn_ = 0;
 };
 
