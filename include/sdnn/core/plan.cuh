@@ -10,6 +10,7 @@
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/exec.hpp"
+#include "sdnn/core/kernel/hold_stream.cuh"
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/plan.hpp"
 
@@ -71,22 +72,10 @@ V const& implementable(plan_status const& st, V const& v) {
   return v;
 }
 
-// Holds a stream until the host sets *go (or about 50 ms pass): lets the host enqueue a whole run
-// behind it, so the run's events time the GPU's work and not the host's (flushed_timer).
-template <int = 0>
-__global__ void hold_stream_kernel(int const volatile* go) {
-#if __CUDA_ARCH__ >= 700
-  for (int i = 0; i < 50000 && *go == 0; ++i) __nanosleep(1000);
-#else
-  for (long long i = 0; i < 50000000ll && *go == 0; ++i) {
-  }
-#endif
-}
-
 // Plan-time timing of candidate runs the way the benchmarks time them: each run alone between two
 // events on the plan's stream, after a flush of the L2 cache (a memset of twice its size, not
 // timed), so that the ranking a plan makes matches what bench_* measures. The stream is held
-// (hold_stream_kernel) until the run is enqueued: the time is the run's GPU time, not the host
+// (core/kernel/hold_stream.cuh) until the run is enqueued: the time is the run's GPU time, not the host
 // work of enqueuing it, which for a vendor call (a cuDNN legacy call builds its execution plan on
 // the host) can exceed the kernel's and varies with the CPU's load. hold = false: no hold, so a
 // run whose host work outlasts the flush is timed with it (the wall time of issuing it, e.g. a
@@ -123,7 +112,6 @@ class flushed_timer {
     SDNN_CUDA_CHECK(cudaMemsetAsync(flush_.data(), ++turn_ & 0xff, flush_.size(), exec_.stream));
     *go_ = hold_ ? 0 : 1;
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (hold_) hold_stream_kernel<<<1, 1, 0, exec_.stream>>>(go_dev_);
     struct release {  // the GPU goes on however f() ends
       int volatile* go;
       void now() const {
@@ -132,7 +120,7 @@ class flushed_timer {
       }
       ~release() { now(); }
     } const rel{go_};
-    SDNN_CUDA_CHECK_LAUNCH();
+    if (hold_) hold_stream(go_dev_, exec_.stream);
     SDNN_CUDA_CHECK(cudaEventRecord(a_, exec_.stream));
     f();
     SDNN_CUDA_CHECK(cudaEventRecord(b_, exec_.stream));
