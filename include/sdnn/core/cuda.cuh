@@ -67,14 +67,15 @@ inline arch current_arch() {
 }
 
 // Lets `kernel` take `bytes` of dynamic shared memory per block on the current device (beyond
-// 48 KB with its static shared memory, a kernel must opt in). Call it in the function that launches the kernel, before each
-// launch (and before an occupancy query with that much). nvcc's default in whole-program mode
-// (-static-global-template-stub=true) gives every translation unit its own stub and device copy
-// of a __global__ template it instantiates, and the limit belongs to the copy behind the address
-// passed; an inline host function that raised it in one place and launched from another, or kept
-// a "done" flag in a static (one per program), could raise one unit's copy and launch another's:
-// cudaErrorInvalidValue at the launch. Raised once per (address, device), remembered here under
-// a lock; the limit only grows. Thread-safe; never synchronises.
+// 48 KB with its static shared memory, a kernel must opt in). Call it in the function that
+// launches the kernel, before each launch (and before an occupancy query with that much). nvcc's
+// default in whole-program mode (-static-global-template-stub=true) gives every translation unit
+// its own stub and device copy of a __global__ template it instantiates, and the limit belongs to
+// the copy behind the address passed; an inline host function that raised it in one place and
+// launched from another, or kept a "done" flag in a static (one per program), could raise one
+// unit's copy and launch another's: cudaErrorInvalidValue at the launch. Raised once per
+// (address, device), remembered here under a lock; the limit only grows. Thread-safe; never
+// synchronises.
 inline void allow_dynamic_smem(void const* kernel, std::size_t bytes) {
   if (bytes == 0) return;
   int dev = 0;

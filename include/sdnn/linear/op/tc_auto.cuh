@@ -104,13 +104,8 @@ class tc_auto_linear_plan {
       for (auto const& [key, p] : c.paths)
         if (same_structure(key) && (candidates_ & (1u << int(p)))) tuned_[key.n] = p;
     }
-    unsigned need = 0;
     std::vector<std::int64_t> lt_ns;
-    for (std::int64_t n : sample_ns()) {
-      auto const p = pick(n);
-      need |= 1u << int(p);
-      if (p == policy::tc_path::cusparselt) lt_ns.push_back(n);
-    }
+    unsigned const need = sample_picks([](std::int64_t) { return 0u; }, lt_ns);
     build(with_fallback(need, candidates_), exec, lt_ns);
     if (!opt.keep_host_copy) std::vector<T>().swap(host_w_);
   }
@@ -202,13 +197,8 @@ class tc_auto_linear_plan {
     for (std::size_t i = 0; i < hx.size(); ++i) hx[i] = T(float(int(i % 17) - 8) * 0.0625f);
     auto dx = to_device(hx.data(), hx.size(), own);
     buffer<Out, device_space> dy(std::size_t(nmax) * std::size_t(std::max<std::int64_t>(structure_.m, 1)), own);
-    int dev = 0, l2 = 0;
-    SDNN_CUDA_CHECK(cudaGetDevice(&dev));
-    SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    buffer<unsigned char, device_space> flush(std::size_t(2) * std::size_t(std::max(l2, 1)), own);
-    cudaEvent_t a = nullptr, b = nullptr;
-    SDNN_CUDA_CHECK(cudaEventCreate(&a));
-    SDNN_CUDA_CHECK(cudaEventCreate(&b));
+    // Each run after an L2 flush between two events, the stream not held (as bench_linear16 times).
+    ::sdnn::detail::flushed_timer timer(own, /*hold=*/false);
     std::string err;
     try {
       for (auto n : ns) {
@@ -221,14 +211,7 @@ class tc_auto_linear_plan {
           if (!(policy::tc_runnable(ready(n), n) & (1u << p))) continue;
           for (int i = 0; i < 2; ++i) run_path(policy::tc_path(p), own, xv, yv, {});
           std::vector<float> ms(7);
-          for (auto& t : ms) {
-            SDNN_CUDA_CHECK(cudaMemsetAsync(flush.data(), 0, flush.size(), own.stream));
-            SDNN_CUDA_CHECK(cudaEventRecord(a, own.stream));
-            run_path(policy::tc_path(p), own, xv, yv, {});
-            SDNN_CUDA_CHECK(cudaEventRecord(b, own.stream));
-            SDNN_CUDA_CHECK(cudaEventSynchronize(b));
-            SDNN_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-          }
+          for (auto& t : ms) t = timer([&] { run_path(policy::tc_path(p), own, xv, yv, {}); });
           std::nth_element(ms.begin(), ms.begin() + 3, ms.end());
           double const us = double(ms[3]) * 1e3;
           line += ::sdnn::detail::concat(" ", policy::tc_path_name(policy::tc_path(p)), " ", std::round(us * 10) / 10);
@@ -246,18 +229,11 @@ class tc_auto_linear_plan {
     } catch (error const& e) {
       err = e.what();
     }
-    SDNN_CUDA_CHECK(cudaEventDestroy(a));
-    SDNN_CUDA_CHECK(cudaEventDestroy(b));
     if (!err.empty()) SDNN_FAIL("tc_auto_linear_plan::tune: ", err);
     SDNN_CUDA_CHECK(cudaStreamSynchronize(own.stream));
     // Keep what some batch size up to max_rows still uses (and cuSPARSELt's plans where they win).
-    unsigned keep = 0;
     std::vector<std::int64_t> lt_keep;
-    for (std::int64_t n : sample_ns()) {
-      auto const p = pick(n, ready(n));
-      keep |= 1u << int(p);
-      if (p == policy::tc_path::cusparselt) lt_keep.push_back(n);
-    }
+    unsigned keep = sample_picks([&](std::int64_t n) { return ready(n); }, lt_keep);
     for (auto it = lt_.begin(); it != lt_.end();)
       it = std::find(lt_keep.begin(), lt_keep.end(), it->first) == lt_keep.end() ? lt_.erase(it) : std::next(it);
     if (lt_.empty()) keep &= ~lt_bit;
@@ -293,6 +269,18 @@ class tc_auto_linear_plan {
     return best;
   }
   static constexpr unsigned lt_bit = 1u << int(policy::tc_path::cusparselt);
+  // The paths the sample sizes pick among among(n) (0: every candidate); the sizes that pick
+  // cusparselt are appended to lt_ns.
+  template <class Among>
+  unsigned sample_picks(Among among, std::vector<std::int64_t>& lt_ns) const {
+    unsigned m = 0;
+    for (std::int64_t n : sample_ns()) {
+      auto const p = pick(n, among(n));
+      m |= 1u << int(p);
+      if (p == policy::tc_path::cusparselt) lt_ns.push_back(n);
+    }
+    return m;
+  }
   // cuSPARSELt runs only the sizes it was planned for (and contiguous rows): `need` plus, if it
   // lacks one, the path of `among` that runs the rest (every n > 1, and one row).
   unsigned with_fallback(unsigned need, unsigned among) const {
