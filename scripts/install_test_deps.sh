@@ -8,6 +8,9 @@
 #   libbenchmark-dev                the micro-benchmarks (built only where a GPU is visible)
 #   libopenmpi-dev, openmpi-bin     sdnn::mpi and the MPI tests (label `mpi`, 2 and 3 ranks)
 #   python3                         scripts/check_layering.py (CTest host.layering)
+#   python3-dev, python3-pybind11,  the Python package sdnn (python/) and its pytest suite
+#   libdlpack-dev, python3-numpy,   (CTest host.python)
+#   python3-scipy, python3-pytest
 #   clang, libclang-rt-dev          libFuzzer + ASan/UBSan for the fuzz targets (label `fuzz`, tests/fuzz)
 #
 # Nothing missing: prints one line, exits 0, installs nothing. Something missing: installs it
@@ -21,11 +24,13 @@ if [ "${SDNN_SKIP_DEPS:-0}" = "1" ]; then
   exit 0
 fi
 
-packages=(cmake g++ catch2 zlib1g-dev libbenchmark-dev libopenmpi-dev openmpi-bin python3 clang libclang-rt-dev)
+packages=(cmake g++ catch2 zlib1g-dev libbenchmark-dev libopenmpi-dev openmpi-bin python3 clang libclang-rt-dev
+          python3-dev python3-pybind11 libdlpack-dev python3-numpy python3-scipy python3-pytest)
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   echo "install_test_deps: not a Debian/Ubuntu (apt) system. The tests need: CMake >= 3.24, a C++17" >&2
-  echo "  compiler, Catch2 2.13 or 3.x, zlib (headers), Python 3; optional: Google Benchmark, MPI (C++)." >&2
+  echo "  compiler, Catch2 2.13 or 3.x, zlib (headers), Python 3; optional: Python headers," >&2
+  echo "  pybind11, DLPack, NumPy, SciPy and pytest (the Python package), Google Benchmark, MPI (C++)." >&2
   echo "  Install them with your package manager, then rerun with SDNN_SKIP_DEPS=1." >&2
   exit 1
 fi
