@@ -17,6 +17,10 @@
 # elsewhere (LT_CATCH_MAIN: its object; LT_CATCH_INCLUDE: the folder holding catch2/catch.hpp),
 # run as LT_TESTS (default [sparse24]), and bench_linear16, run with LT_BENCH_ARGS (JSON lines to
 # $OUT/bench_linear16_lt.jsonl).
+# With PY=1 only the Python stage runs: the package is built there with CMake (the module links the
+# GPU machine's Python; PYTHON, default python3), its tests run with SDNN_REQUIRE_GPU=1 (PY_TESTS:
+# pytest -k filter), then benchmarks/bench_python.py unless PY_BENCH=0 (JSON lines to
+# $OUT/bench_python.jsonl; PY_BENCH_ARGS).
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/common/gpu_env.sh
 source "$(dirname "$0")/common/gpu_env.sh"
@@ -58,6 +62,39 @@ if [ "${LT:-0}" = 1 ]; then
     rc=1; say "bench_linear16 did not build:"; tail -20 "$OUT/lt_build_bench.log"
   fi
   say "== session_gpu (cuSPARSELt stage) status: $([ $rc = 0 ] && echo PASS || echo FAIL)"
+  exit $rc
+fi
+if [ "${PY:-0}" = 1 ]; then
+  gpu_banner "session_gpu (Python stage)"
+  pybin=${PYTHON:-$(command -v python3)}
+  say "python: $pybin $("$pybin" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__)' 2>&1)"
+  t0=$(date +%s)
+  cmake -S . -B "$B/py" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "-DPython_EXECUTABLE=$pybin" \
+    -DSDNN_BUILD_PYTHON=ON -DSDNN_PYTHON_CUDA=ON -DSDNN_BUILD_TESTS=OFF -DSDNN_BUILD_EXAMPLES=OFF \
+    -DSDNN_HEADER_CHECK=OFF -DSDNN_BUILD_BENCHMARKS=OFF -DSDNN_BUILD_DEVICE_TESTS=OFF >"$OUT/py_configure.log" 2>&1 &&
+    cmake --build "$B/py" --target _sdnn -j16 >"$OUT/py_build.log" 2>&1
+  brc=$?
+  say "Python module build: rc=$brc in $(( $(date +%s) - t0 )) s; $(grep -E 'sdnn 0|python=' "$OUT/py_configure.log" | tail -1)"
+  [ $brc = 0 ] || { tail -30 "$OUT/py_build.log" "$OUT/py_configure.log"; exit 1; }
+  rc=0
+  PYTHONPATH="$SDNN_ROOT/$B/py/python" SDNN_REQUIRE_GPU=1 timeout "${TESTS_TIMEOUT:-300}" "$pybin" -m pytest -q \
+    -p no:cacheprovider ${PY_TESTS:+-k "$PY_TESTS"} python/tests >"$OUT/py_tests.log" 2>&1 || rc=1
+  say "pytest: $(tail -1 "$OUT/py_tests.log")"
+  [ $rc = 0 ] || grep -E "^(FAILED|ERROR)|Error|assert" "$OUT/py_tests.log" | head -30
+  if [ "${PY_SANITIZE:-0}" = 1 ]; then
+    PYTHONPATH="$SDNN_ROOT/$B/py/python" SDNN_REQUIRE_GPU=1 timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer \
+      --tool memcheck --report-api-errors no --error-exitcode 99 "$pybin" -m pytest -q -p no:cacheprovider \
+      -k "${PY_SANITIZE_FILTER:-linear}" python/tests/test_gpu.py >"$OUT/py_memcheck.log" 2>&1 || rc=1
+    say "compute-sanitizer memcheck on pytest -k ${PY_SANITIZE_FILTER:-linear}: $(grep -E 'ERROR SUMMARY' "$OUT/py_memcheck.log" | tail -1); $(grep -E 'passed|failed' "$OUT/py_memcheck.log" | tail -1)"
+  fi
+  if [ "${PY_BENCH:-1}" = 1 ]; then
+    read -r -a args <<<"${PY_BENCH_ARGS:-}"
+    PYTHONPATH="$SDNN_ROOT/$B/py/python" timeout "${BENCH_TIMEOUT:-300}" "$pybin" benchmarks/bench_python.py \
+      --json "$OUT/bench_python.jsonl" --commit "${SDNN_COMMIT:-}" "${args[@]}" >"$OUT/bench_python.log" 2>&1 || rc=1
+    say "bench_python: $(wc -l <"$OUT/bench_python.jsonl" 2>/dev/null || echo 0) JSON lines"
+    [ $rc = 0 ] || tail -15 "$OUT/bench_python.log"
+  fi
+  say "== session_gpu (Python stage) status: $([ $rc = 0 ] && echo PASS || echo FAIL)"
   exit $rc
 fi
 if [ -n "${BUNDLE:-}" ]; then
