@@ -161,8 +161,10 @@ def main():
             ("cnn", CNN, torch.float16, "blocks", (1, 32, 128), (1, 28, 28))]:
         torch.manual_seed(0)
         dense = prune_model(make(), structure).cuda().to(dtype).eval()
-        conv = sdnn.torch.convert(dense, dtype=dtype, batch_sizes=batches)
         for n in batches:
+            # convs planned at this batch from an example input (dense kept where cuDNN wins)
+            conv = sdnn.torch.convert(dense, dtype=dtype, batch_sizes=batches,
+                                      example_input=torch.zeros(n, *shape, device="cuda", dtype=dtype))
             xn = torch.randn(n, *shape, device="cuda").to(dtype)
             with torch.no_grad():
                 conv(xn)  # plans the convolutions at this size

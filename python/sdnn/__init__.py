@@ -311,3 +311,6 @@ class Conv2d:
                              f"{(N, self.out_channels, OH, OW)} on {x.device}")
         self._impl.forward_ptr(x.data_ptr(), out.data_ptr(), N, H, W, _stream_of(self.device, stream))
         return out
+
+
+from . import challenge  # noqa: E402  (uses the names above)

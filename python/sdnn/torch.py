@@ -59,10 +59,20 @@ class SparseLinear(torch.nn.Module):
         self.in_features, self.out_features = self._impl.in_features, self._impl.out_features
         self._run = self._impl._impl.forward_ptr  # the checked fast path below calls it directly
         self._index = self.weight.get_device()
+        # Per batch size: does sdnn's plan run dense cuBLAS there? Then torch's own F.linear runs
+        # the same product with less host work (its bias rounded to the weight type first).
+        self._dense_at = {}
+        self._planned = 0  # the largest batch planned (the plan covers every smaller one)
+        self._bias_t = None if self.bias is None else self.bias.to(self.weight.dtype)
 
     def _load_from_state_dict(self, *args, **kwargs):
         super()._load_from_state_dict(*args, **kwargs)
         self._build()
+
+    def plan(self, batch):
+        """Plans for every batch up to `batch` rows (may synchronise; forward plans when it must)."""
+        self._impl.plan(batch)
+        self._planned = max(self._planned, int(batch))
 
     def explain(self, rows):
         return self._impl.explain(rows)
@@ -77,9 +87,20 @@ class SparseLinear(torch.nn.Module):
             raise ValueError(f"SparseLinear: x is on {x.device}, the module on {self.weight.device}")
         if x2.shape[1] != self.in_features:
             raise ValueError(f"SparseLinear: x has {x2.shape[1]} features, the module takes {self.in_features}")
-        y = torch.empty((x2.shape[0], self.out_features), dtype=x2.dtype, device=x2.device)
-        if x2.shape[0]:
-            self._run(x2.data_ptr(), y.data_ptr(), x2.shape[0], _raw_stream(self._index))
+        rows = x2.shape[0]
+        dense = self._dense_at.get(rows)
+        if dense is None and rows:
+            if rows > self._planned:
+                self.plan(rows)
+            dense = self._dense_at[rows] = _path_of(self._impl.explain(rows)) == "cublas_dense"
+        if dense:
+            y = torch.nn.functional.linear(x2, self.weight, self._bias_t)
+            if self.relu:
+                y = torch.relu_(y)
+        else:
+            y = torch.empty((rows, self.out_features), dtype=x2.dtype, device=x2.device)
+            if rows:
+                self._run(x2.data_ptr(), y.data_ptr(), rows, _raw_stream(self._index))
         if x.dim() != 2:
             y = y.reshape(*x.shape[:-1], self.out_features)
         return _guard(x, y)
@@ -145,14 +166,17 @@ def _density(w):
     return float(torch.count_nonzero(w).item()) / max(1, w.numel())
 
 
-def convert(model, dtype=torch.bfloat16, device=None, batch_sizes=(1, 32, 1024), max_density=0.5, inplace=False):
+def convert(model, dtype=torch.bfloat16, device=None, batch_sizes=(1, 32, 1024), max_density=0.5, inplace=False,
+            example_input=None):
     """A copy of `model` (or the model itself with inplace=True) in which each nn.Linear and
     nn.Conv2d whose weights are at most `max_density` nonzero runs through sdnn, in `dtype`.
 
     A Linear is planned at `batch_sizes` (rows); where the plan runs dense cuBLAS at every one of
-    them, the dense nn.Linear is kept (cast to dtype): sdnn would only add a call. A Conv2d is
-    planned at its first forward (the plan needs the input's size), then runs the fastest of
-    cuDNN and sdnn's kernels. Denser layers stay dense. The rest of the model is cast to `dtype`
+    them, the dense nn.Linear is kept (cast to dtype): sdnn would only add a call. A Conv2d's plan
+    needs its input's size: with `example_input` (one batch of the model's input) each Conv2d is
+    planned at the size it sees in that forward, and where the plan picks cuDNN the nn.Conv2d is
+    kept (torch calls cuDNN with less host work than sdnn's cuDNN path). Without it, a Conv2d is
+    converted and planned at its first forward. Denser layers stay dense. The rest of the model is cast to `dtype`
     and moved to `device` (default: the current CUDA device). `report(model)` lists what each
     layer became and why. Prune first (sdnn.prune, or torch.nn.utils.prune made permanent).
     """
@@ -161,6 +185,16 @@ def convert(model, dtype=torch.bfloat16, device=None, batch_sizes=(1, 32, 1024),
     device = torch.device(device) if device is not None else torch.device("cuda", torch.cuda.current_device())
     model = model.to(device=device, dtype=dtype)
     entries = []
+    conv_inputs = {}  # name -> the input shape each Conv2d saw in example_input's forward
+    if example_input is not None:
+        hooks = [m.register_forward_hook(lambda mod, inp, out, name=name: conv_inputs.__setitem__(name, inp[0].shape))
+                 for name, m in model.named_modules() if isinstance(m, torch.nn.Conv2d)]
+        try:
+            with torch.no_grad():
+                model(example_input.to(device=device, dtype=dtype))
+        finally:
+            for h in hooks:
+                h.remove()
 
     def visit(parent, prefix):
         for name, child in list(parent.named_children()):
@@ -171,7 +205,7 @@ def convert(model, dtype=torch.bfloat16, device=None, batch_sizes=(1, 32, 1024),
                     entries.append((full, "dense nn.Linear", f"{d:.1%} nonzero (> max_density {max_density:.0%})"))
                     continue
                 s = SparseLinear(child.weight, child.bias, dtype=dtype, device=device)
-                s._impl.plan(max(batch_sizes))  # one plan covers every batch up to its size
+                s.plan(max(batch_sizes))  # one plan covers every batch up to its size
                 reasons = [s.explain(n) for n in batch_sizes]
                 if all(_path_of(r) == "cublas_dense" for r in reasons):
                     entries.append((full, "dense nn.Linear", "sdnn's plan runs cuBLAS dense at every batch size: "
@@ -188,9 +222,20 @@ def convert(model, dtype=torch.bfloat16, device=None, batch_sizes=(1, 32, 1024),
                         "groups, string padding or a padding mode sdnn does not take"
                     entries.append((full, "dense nn.Conv2d", why))
                     continue
-                setattr(parent, name, SparseConv2d(child, dtype=dtype, device=device))
-                entries.append((full, "sdnn SparseConv2d",
-                                f"{d:.1%} nonzero; cuDNN or sdnn chosen per input size at the first forward"))
+                s = SparseConv2d(child, dtype=dtype, device=device)
+                if full in conv_inputs:
+                    shape = tuple(conv_inputs[full])
+                    with torch.no_grad():
+                        s(torch.zeros(shape, dtype=dtype, device=device).contiguous(memory_format=torch.channels_last))
+                    why = s.explain(shape[0], shape[2], shape[3])
+                    if why.split(": ")[1] == "cudnn":
+                        entries.append((full, "dense nn.Conv2d", f"sdnn's plan at {shape} picks cuDNN: {why}"))
+                        continue
+                    entries.append((full, "sdnn SparseConv2d", f"{d:.1%} nonzero; at {shape}: {why}"))
+                else:
+                    entries.append((full, "sdnn SparseConv2d",
+                                    f"{d:.1%} nonzero; cuDNN or sdnn chosen per input size at the first forward"))
+                setattr(parent, name, s)
             else:
                 visit(child, full)
 

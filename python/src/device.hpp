@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dtype.hpp"
+#include "sdnn/formats/csr.hpp"
 
 namespace sdnn_py {
 
@@ -51,5 +52,16 @@ class conv_handle {
 // w_gemm_host: K x R*S*C (the KRSC filter) of `type`; copied.
 std::unique_ptr<conv_handle> make_conv(dtype type, conv_geometry g, void const* w_gemm_host, std::vector<float> bias,
                                        bool relu, bool pool2x2);
+
+// The Graph Challenge on the device: the depth-first engine planned on `layers` (each N x N,
+// row = input neuron), run on `inputs` (rows x N) on `stream`, which it synchronises.
+struct challenge_run {
+  std::vector<std::int32_t> categories;  // 1-based ids of the rows with a nonzero final row
+  double plan_seconds = 0, run_seconds = 0;  // host wall times: plan + upload, run + read-back
+  std::string summary;                   // what the plan proved about the layers
+};
+challenge_run challenge_infer_device(std::vector<sdnn::csr_matrix<float, std::int32_t>> const& layers,
+                                     sdnn::csr_matrix<float, std::int32_t> const& inputs, float bias, float cap,
+                                     std::uintptr_t stream);
 
 }  // namespace sdnn_py

@@ -23,4 +23,9 @@ std::unique_ptr<conv_handle> make_conv(dtype, conv_geometry, void const*, std::v
   missing("sdnn.Conv2d");
 }
 
+challenge_run challenge_infer_device(std::vector<sdnn::csr_matrix<float, std::int32_t>> const&,
+                                     sdnn::csr_matrix<float, std::int32_t> const&, float, float, std::uintptr_t) {
+  missing("sdnn.challenge.infer(device=\"cuda\")");
+}
+
 }  // namespace sdnn_py

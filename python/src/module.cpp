@@ -15,7 +15,12 @@
 #include <variant>
 #include <vector>
 
+#include "sdnn/challenge/inputs.hpp"
+#include "sdnn/challenge/radixnet.hpp"
+#include "sdnn/challenge/reference.hpp"
+#include "sdnn/challenge/tsv.hpp"
 #include "sdnn/core/error.hpp"
+#include "sdnn/io/mnist_idx.hpp"
 #include "sdnn/formats/block_sparse.hpp"
 #include "sdnn/formats/csr.hpp"
 #include "sdnn/formats/dense.hpp"
@@ -245,6 +250,57 @@ void linear_reference(py::handle x_obj, py::handle w_obj, py::object bias_obj, b
     py::gil_scoped_release nogil;
     sdnn::ops::tc_auto_linear(sdnn::host_exec{}, xv, wv, yv, epi);
   });
+}
+
+// The Graph Challenge: the network's layers and inputs as sdnn.CSR, the host reference and the
+// device engine.
+std::vector<sdnn::csr_matrix<float, std::int32_t>> layer_list(py::list const& layers, std::int64_t& n) {
+  std::vector<sdnn::csr_matrix<float, std::int32_t>> out;
+  out.reserve(layers.size());
+  n = -1;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    auto const& c = layers[l].cast<py_csr const&>().m;
+    if (c.rows() != c.cols() || (n >= 0 && c.rows() != n))
+      throw py::value_error("challenge: layer " + std::to_string(l) + " is " + std::to_string(c.rows()) + " x " +
+                            std::to_string(c.cols()) + "; every layer must be N x N with one N" +
+                            (n >= 0 ? " (" + std::to_string(n) + ")" : std::string()));
+    n = c.rows();
+    auto copy = sdnn::make_csr<float, std::int32_t>(
+        c.rows(), c.cols(), std::vector<std::int32_t>(c.row_ptr().begin(), c.row_ptr().end()),
+        std::vector<std::int32_t>(c.col_idx().begin(), c.col_idx().end()),
+        std::vector<float>(c.values().begin(), c.values().end()));
+    out.push_back(std::move(copy));
+  }
+  if (out.empty()) throw py::value_error("challenge: needs at least one layer");
+  return out;
+}
+void check_inputs(py_csr const& in, std::int64_t n) {
+  if (in.m.cols() != n)
+    throw py::value_error("challenge: the inputs have " + std::to_string(in.m.cols()) + " columns, the network " +
+                          std::to_string(n) + " neurons");
+}
+std::vector<std::int32_t> challenge_reference(py::list const& layers, py_csr const& inputs, float bias, float cap) {
+  std::int64_t n = 0;
+  auto ls = layer_list(layers, n);
+  check_inputs(inputs, n);
+  py::gil_scoped_release nogil;
+  return sdnn::reference::challenge_categories(sdnn::reference::challenge_infer(inputs.m, ls, bias, cap));
+}
+py::dict challenge_device(py::list const& layers, py_csr const& inputs, float bias, float cap, std::uintptr_t stream) {
+  std::int64_t n = 0;
+  auto ls = layer_list(layers, n);
+  check_inputs(inputs, n);
+  challenge_run r;
+  {
+    py::gil_scoped_release nogil;
+    r = challenge_infer_device(ls, inputs.m, bias, cap, stream);
+  }
+  py::dict d;
+  d["categories"] = r.categories;
+  d["plan_seconds"] = r.plan_seconds;
+  d["run_seconds"] = r.run_seconds;
+  d["summary"] = r.summary;
+  return d;
 }
 
 // sdnn.Linear's compiled half: the weights and bias are copied from host arrays here; runs take
@@ -516,6 +572,31 @@ PYBIND11_MODULE(_sdnn, m) {
       .def_property_readonly("in_channels", &py_conv::in_channels)
       .def_property_readonly("out_channels", &py_conv::out_channels)
       .def_property_readonly("dtype", &py_conv::type_name);
+
+  m.def("challenge_reference", &challenge_reference, py::arg("layers"), py::arg("inputs"), py::arg("bias"),
+        py::arg("cap"));
+  m.def("challenge_device", &challenge_device, py::arg("layers"), py::arg("inputs"), py::arg("bias"), py::arg("cap"),
+        py::arg("stream"));
+  m.def("challenge_bias", &sdnn::data::challenge_bias, py::arg("neurons"));
+  m.def("challenge_official_1024_layer", [](std::int32_t l) { return py_csr{sdnn::data::official_1024_layer(l)}; },
+        py::arg("layer"));
+  m.def("challenge_radixnet_layer",
+        [](std::int32_t n, std::int32_t l, std::uint64_t seed) { return py_csr{sdnn::data::radixnet_layer(n, l, seed)}; },
+        py::arg("neurons"), py::arg("layer"), py::arg("seed"));
+  m.def("challenge_read_layer",
+        [](std::string const& path, std::int32_t n) { return py_csr{sdnn::io::read_challenge_layer(path, n)}; },
+        py::arg("path"), py::arg("neurons"));
+  m.def("challenge_read_images",
+        [](std::string const& path, std::int32_t n, std::int32_t images) {
+          return py_csr{sdnn::io::read_challenge_images(path, n, images)};
+        },
+        py::arg("path"), py::arg("neurons"), py::arg("images") = -1);
+  m.def("challenge_mnist_inputs",
+        [](std::string const& path, std::int32_t n, std::int32_t count, float threshold) {
+          auto const mnist = sdnn::io::read_idx_images(sdnn::io::input::file(path));
+          return py_csr{sdnn::data::challenge_inputs_from_mnist(mnist, n, count, threshold)};
+        },
+        py::arg("path"), py::arg("neurons"), py::arg("count"), py::arg("threshold") = 0.7f);
 
   m.attr("has_cuda") = device_compiled();
 }

@@ -250,6 +250,15 @@ def test_convert_cnn_end_to_end_and_backward_refused():
     y = layer(xg)
     with pytest.raises(RuntimeError, match="inference only"):
         y.float().sum().backward()
+    # planned at convert time from an example input: a layer whose plan picks cuDNN stays nn.Conv2d
+    planned = sdnn.torch.convert(dense, dtype=torch.float16, example_input=x)
+    rep = sdnn.torch.report(planned)
+    assert "c2:" in rep and "c3:" in rep and "at (8," in rep
+    for name in ("c2", "c3"):
+        kept = isinstance(getattr(planned, name), torch.nn.Conv2d)
+        assert kept == ("picks cuDNN" in rep.split(f"{name}:")[1].split("\n")[0])
+    with torch.no_grad():
+        assert torch.allclose(planned(x).float(), want, rtol=0.05, atol=0.05 * want.abs().max().item())
 
 
 def test_sparse_linear_module_any_leading_shape_and_empty_batch():
@@ -266,3 +275,17 @@ def test_sparse_linear_module_any_leading_shape_and_empty_batch():
                         dtype)
     with pytest.raises(TypeError, match="cast"):
         m(x.cuda().half())
+
+
+def test_challenge_engine_matches_the_official_categories():
+    from pathlib import Path
+    data = Path(__file__).resolve().parents[2] / "tests" / "data"
+    inputs = sdnn.challenge.read_images(data / "sparse-images-1024-first1200.tsv.gz", 1024)
+    layers = sdnn.challenge.official_1024_network(120)
+    cats, info = sdnn.challenge.infer(layers, inputs, details=True)
+    truth = [int(line) for line in open(data / "neuron1024-l120-categories-first1200.tsv") if line.strip()]
+    assert cats.tolist() == truth
+    assert info["run_seconds"] > 0 and info["summary"]
+    # the same on another stream, and against the host reference on a slice
+    s = torch.cuda.Stream()
+    assert sdnn.challenge.infer(layers, inputs, stream=s).tolist() == truth

@@ -235,3 +235,43 @@ def test_torch_cpu_tensors_in_and_out():
     assert torch.all((y.double() - ref).abs() <= ref.abs() * 2.0**-8 + 1e-6)
     wq = torch.randn(8, 8, requires_grad=True)  # a tensor that requires grad is read through .detach()
     assert sdnn.analyze(wq)["nnz"] == 64
+
+
+# ---- the Graph Challenge ------------------------------------------------------------------
+
+DATA = __import__("pathlib").Path(__file__).resolve().parents[2] / "tests" / "data"
+
+
+def official_truth(images):
+    ids = [int(line) for line in open(DATA / "neuron1024-l120-categories-first1200.tsv") if line.strip()]
+    return np.array([i for i in ids if i <= images], np.int32)
+
+
+def test_challenge_reference_matches_the_official_categories():
+    images = 300
+    every = sdnn.challenge.read_images(DATA / "sparse-images-1024-first1200.tsv.gz", 1024)
+    assert every.shape == (1200, 1024)
+    inputs = sdnn.from_scipy(sdnn.to_scipy(every)[:images])
+    layers = sdnn.challenge.official_1024_network(120)
+    assert sdnn.challenge.bias(1024) == pytest.approx(-0.3)
+    cats = sdnn.challenge.infer(layers, inputs, device="cpu")
+    assert cats.dtype == np.int32
+    assert np.array_equal(cats, official_truth(images))
+
+
+def test_challenge_bad_input():
+    layers = [sdnn.challenge.official_1024_layer(0)]
+    with pytest.raises(ValueError, match="columns"):
+        sdnn.challenge.infer(layers, sdnn.to_csr(np.ones((2, 512), np.float32)), device="cpu")
+    with pytest.raises(ValueError, match="N x N"):
+        sdnn.challenge.infer([sdnn.to_csr(np.ones((4, 8), np.float32))], sdnn.to_csr(np.ones((1, 4), np.float32)),
+                             device="cpu")
+    with pytest.raises(ValueError, match="at least one"):
+        sdnn.challenge.infer([], sdnn.to_csr(np.ones((1, 4), np.float32)), device="cpu")
+    with pytest.raises(ValueError, match="device"):
+        sdnn.challenge.infer(layers, sdnn.to_csr(np.ones((1, 1024), np.float32)), device="tpu")
+    with pytest.raises(sdnn.Error):
+        sdnn.challenge.read_layer(DATA / "no-such-file.tsv", 1024)
+    if not sdnn.has_cuda:
+        with pytest.raises(NotImplementedError, match="without CUDA"):
+            sdnn.challenge.infer(layers, sdnn.to_csr(np.ones((1, 1024), np.float32)), stream=0)
