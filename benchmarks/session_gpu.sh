@@ -19,7 +19,8 @@
 # $OUT/bench_linear16_lt.jsonl).
 # With PY=1 only the Python stage runs: the package is built there with CMake (the module links the
 # GPU machine's Python; PYTHON, default python3), its tests run with SDNN_REQUIRE_GPU=1 (PY_TESTS:
-# pytest -k filter), then benchmarks/bench_python.py unless PY_BENCH=0 (JSON lines to
+# pytest -k filter), examples/python/prune_convert.py at PY_EXAMPLE_BATCHES (default 1 1024), then
+# benchmarks/bench_python.py unless PY_BENCH=0 (JSON lines to
 # $OUT/bench_python.jsonl; PY_BENCH_ARGS).
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/common/gpu_env.sh
@@ -87,6 +88,11 @@ if [ "${PY:-0}" = 1 ]; then
       -k "${PY_SANITIZE_FILTER:-linear}" python/tests/test_gpu.py >"$OUT/py_memcheck.log" 2>&1 || rc=1
     say "compute-sanitizer memcheck on pytest -k ${PY_SANITIZE_FILTER:-linear}: $(grep -E 'ERROR SUMMARY' "$OUT/py_memcheck.log" | tail -1); $(grep -E 'passed|failed' "$OUT/py_memcheck.log" | tail -1)"
   fi
+  for b in ${PY_EXAMPLE_BATCHES:-1 1024}; do
+    PYTHONPATH="$SDNN_ROOT/$B/py/python" timeout 120 "$pybin" examples/python/prune_convert.py --batch "$b" \
+      >>"$OUT/py_examples.log" 2>&1 || rc=1
+    say "examples/python/prune_convert.py --batch $b: $(tail -1 "$OUT/py_examples.log")"
+  done
   if [ "${PY_BENCH:-1}" = 1 ]; then
     read -r -a args <<<"${PY_BENCH_ARGS:-}"
     PYTHONPATH="$SDNN_ROOT/$B/py/python" timeout "${BENCH_TIMEOUT:-300}" "$pybin" benchmarks/bench_python.py \
