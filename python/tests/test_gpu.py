@@ -289,3 +289,40 @@ def test_challenge_engine_matches_the_official_categories():
     # the same on another stream, and against the host reference on a slice
     s = torch.cuda.Stream()
     assert sdnn.challenge.infer(layers, inputs, stream=s).tolist() == truth
+
+
+def test_layers_shared_by_threads_and_freed_on_another_thread():
+    import threading
+    dtype = torch.bfloat16
+    lin = sdnn.Linear(weights("blocks", 256, 256, dtype, seed=10))
+    x = seeded(16, 256, seed=11, dtype=dtype).cuda()
+    expect = lin(x)
+    torch.cuda.synchronize()
+    results, errors = [], []
+
+    def work():
+        try:
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                for _ in range(20):
+                    y = lin(x)
+                s.synchronize()
+            results.append(torch.equal(y, expect))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and results == [True] * 4
+    conv = sdnn.Conv2d(seeded(32, 32, 3, 3, seed=12, dtype=torch.float16), padding=1)
+    conv(seeded(1, 32, 8, 8, seed=13, dtype=torch.float16).cuda().contiguous(memory_format=torch.channels_last))
+    held = [lin, conv]
+    del lin, conv
+    t = threading.Thread(target=held.clear)  # the last references die on another thread
+    t.start()
+    t.join()
+    torch.cuda.synchronize()
+    assert held == []
