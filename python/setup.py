@@ -1,6 +1,6 @@
 """Builds sdnn._sdnn with the project's CMake (python/CMakeLists.txt) for the Python running pip.
 
-    python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-build-isolation ./python
+    /usr/bin/python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-build-isolation ./python
 
 Nothing is downloaded: CMake, a C++17 compiler, Python's headers, pybind11 and the DLPack header
 come from the system (scripts/install_test_deps.sh installs them on Debian). The device layers are
