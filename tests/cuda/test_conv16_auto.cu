@@ -104,6 +104,32 @@ TEMPLATE_TEST_CASE("conv16_auto: every path and the choice against the reference
   check<T>(s2, 3, w2, false, ops::conv16_all_paths, 14);
 }
 
+TEMPLATE_TEST_CASE("conv16_auto: the fused cuBLASLt path of 1x1 layers against the reference", "[cuda][conv16_auto]",
+                   bf16, fp16) {
+  using T = TestType;
+  // 1x1, stride 1, no padding: the plain GEMM (odd H and W; K not a power of two).
+  auto const s = conv::conv_shape::conv2d(64, 9, 11, 96, 1, 1, 1, 0);
+  dense_matrix<T> w(s.K, s.filter_size());
+  auto const v = sdnn_test::random_vector<T>(s.K * s.filter_size(), 31, -0.3f, 0.3f);
+  std::copy(v.begin(), v.end(), w.values().begin());
+  for (bool pool : {false, true}) {
+    CHECK(check<T>(s, 3, w, pool, only(ops::conv16_path::cublaslt_1x1), 32) == std::string("cublaslt_1x1"));
+    check<T>(s, 2, w, pool, ops::conv16_all_paths, 33);  // the plan's own choice
+  }
+  // Not offered where the layer is not a plain GEMM (3x3; a strided 1x1; C not a multiple of 8).
+  stream_guard sg;
+  auto ex = sg.exec();
+  ops::conv16_auto_options o;
+  o.allowed = only(ops::conv16_path::cublaslt_1x1);
+  for (auto const& bad : {conv::conv_shape::conv2d(16, 8, 8, 16, 3, 3, 1, 1),
+                          conv::conv_shape::conv2d(16, 8, 8, 16, 1, 1, 2, 0),
+                          conv::conv_shape::conv2d(12, 8, 8, 16, 1, 1, 1, 0)}) {
+    dense_matrix<T> wb(bad.K, bad.filter_size());
+    CHECK(error_text([&] { ops::conv16_auto_plan<T> p(bad, 1, std::as_const(wb).view(), {}, true, false, ex, o); })
+              .find("no allowed path") != std::string::npos);
+  }
+}
+
 TEST_CASE("conv16_auto: the reason names the timed candidates; a second plan reads the cache", "[cuda][conv16_auto]") {
   stream_guard sg;
   auto ex = sg.exec();

@@ -1,7 +1,9 @@
 // sdnn/conv/op/conv16_auto.cuh - ops::conv16_auto_plan<T>: one 16-bit NHWC convolution layer
 // (bias, ReLU, optional 2x2 max-pool) that runs the fastest of cuDNN (dense, its best algorithm)
 // and the tensor-core implicit GEMMs the filter's structure allows (blocks of 64 x 32, 32 x 32 or
-// 16 x 16 of its GEMM view, as channel-block pruning leaves them; 64 x 64 tiles of its nonzeros).
+// 16 x 16 of its GEMM view, as channel-block pruning leaves them; 64 x 64 tiles of its nonzeros), and
+// for a 1x1 stride-1 unpadded layer the plain GEMM through cuBLASLt with the bias and ReLU fused
+// (where cuDNN runs them as a pass of their own).
 // The choice is a tuning run at plan time: every candidate is timed on this GPU with this batch,
 // in interleaved rounds (the plan SYNCHRONISES, as cuDNN's own algorithm search does), the result
 // cached for the process per (GPU, layer, batch, type, epilogue, structure). Only the chosen path
@@ -30,10 +32,11 @@
 #include "sdnn/formats/block_sparse.hpp"
 #include "sdnn/formats/tile_offsets.hpp"
 #include "sdnn/linear/op/tc_auto.hpp"
+#include "sdnn/linear/vendor/cublaslt.cuh"
 
 namespace sdnn::ops {
 
-enum class conv16_path { cudnn, tc_dense, tc_blocks64x32, tc_blocks32, tc_blocks16, tc_tiles };
+enum class conv16_path { cudnn, tc_dense, tc_blocks64x32, tc_blocks32, tc_blocks16, tc_tiles, cublaslt_1x1 };
 inline char const* conv16_path_name(conv16_path p) {
   switch (p) {
     case conv16_path::cudnn: return "cudnn";
@@ -41,10 +44,11 @@ inline char const* conv16_path_name(conv16_path p) {
     case conv16_path::tc_blocks64x32: return "tc_blocks64x32";
     case conv16_path::tc_blocks32: return "tc_blocks32";
     case conv16_path::tc_blocks16: return "tc_blocks16";
+    case conv16_path::cublaslt_1x1: return "cublaslt_1x1";
     default: return "tc_tiles";
   }
 }
-inline constexpr unsigned conv16_all_paths = 0x3f;
+inline constexpr unsigned conv16_all_paths = 0x7f;
 
 struct conv16_auto_options {
   unsigned allowed = conv16_all_paths;  // mask of 1 << conv16_path
@@ -137,6 +141,7 @@ class conv16_auto_plan {
       cands.push_back(conv16_path::tc_blocks16);
     if (allowed(conv16_path::tc_tiles) && nnz <= opt.max_tile_density * double(total))
       cands.push_back(conv16_path::tc_tiles);
+    if (allowed(conv16_path::cublaslt_1x1) && is_plain_gemm()) cands.push_back(conv16_path::cublaslt_1x1);
     SDNN_EXPECTS(!cands.empty(), "conv16_auto_plan: no allowed path (allowed mask ", opt.allowed, ")");
     if (!bias.empty()) bias_dev_ = copy_to<device_space>(host_buffer<float>(bias.begin(), bias.end()), own);
 
@@ -227,6 +232,7 @@ class conv16_auto_plan {
     std::string d = ::sdnn::detail::concat("conv16_auto<", value_type_name<T>(), ">: ", reason_, "; runs ");
     if (sub_) d += sub_->describe();
     else if (cudnn_) d += cudnn_->describe();
+    else if (lt_) d += lt_->describe();
     else d += with_tc([&](auto const& p) { return p.describe(batch_); });
     return d;
   }
@@ -245,6 +251,13 @@ class conv16_auto_plan {
   }
 
  private:
+  // A 1x1, stride-1, unpadded layer (any dilation) is the plain product Y = X Wg^T over the NHWC
+  // activations, with channel counts that give 16-byte rows.
+  bool is_plain_gemm() const {
+    return s_.R == 1 && s_.S == 1 && s_.stride_h == 1 && s_.stride_w == 1 && s_.pad_h == 0 && s_.pad_w == 0 &&
+           s_.C % 8 == 0 && s_.K % 8 == 0;
+  }
+  // The tensor-core plan in use (not for the cuDNN or cuBLASLt paths).
   template <class F>
   auto with_tc(F&& f) const {
     if (dense_) return f(*dense_);
@@ -253,6 +266,7 @@ class conv16_auto_plan {
   }
 
   void build(conv16_path p, dense_view<T const> w, std::vector<float> const& bias, cuda_exec own) {
+    lt_.reset();
     cudnn_.reset();
     dense_.reset();
     blocks_.reset();
@@ -277,6 +291,9 @@ class conv16_auto_plan {
         blocks_ = std::make_unique<tc_conv_plan<policy::tc_block_sparse_mma, T>>(s_, block_sparse_from_dense(w, br, bc), own);
         break;
       }
+      case conv16_path::cublaslt_1x1:
+        lt_ = std::make_unique<vendor::cublaslt_linear16<T>>(batch_ * s_.H * s_.W, s_.K, s_.C, w, bias, relu_, own);
+        break;
       default:
         tiles_ = std::make_unique<tc_conv_plan<policy::tc_tile_offsets_mma, T>>(s_, tile_offsets_from_dense(w), own);
     }
@@ -286,7 +303,9 @@ class conv16_auto_plan {
     epi_ = {};
     epi_.bias = bias_dev_.size() ? bias_dev_.data() : nullptr;
     epi_.relu = relu_;
-    ws_bytes_ = cudnn_ ? cudnn_->workspace_bytes() : with_tc([](auto const& p) { return p.workspace_bytes(); });
+    ws_bytes_ = cudnn_ ? cudnn_->workspace_bytes()
+                       : lt_  ? 0  // the cuBLASLt plan owns its workspace
+                              : with_tc([](auto const& p) { return p.workspace_bytes(); });
     if (!cudnn_ && pool_) pool_buf_ = device_buffer<T>(std::size_t(batch_ * s_.OH() * s_.OW() * s_.K), own);
   }
   void run_path(cuda_exec exec, T const* x, T* y, workspace ws) const {
@@ -295,10 +314,12 @@ class conv16_auto_plan {
       return;
     }
     T* out = pool_ ? const_cast<T*>(pool_buf_.data()) : y;
-    with_tc([&](auto const& p) {
-      p.run(exec, x, batch_, out, epi_, ws);
-      return 0;
-    });
+    if (lt_) lt_->run(exec, x, out);
+    else
+      with_tc([&](auto const& p) {
+        p.run(exec, x, batch_, out, epi_, ws);
+        return 0;
+      });
     if (pool_) conv::detail::nhwc_max_pool2x2(out, y, batch_, s_.OH(), s_.OW(), s_.K, exec);
   }
 
@@ -314,6 +335,7 @@ class conv16_auto_plan {
   std::unique_ptr<tc_conv_plan<policy::tc_dense_mma, T>> dense_;
   std::unique_ptr<tc_conv_plan<policy::tc_block_sparse_mma, T>> blocks_;
   std::unique_ptr<tc_conv_plan<policy::tc_tile_offsets_mma, T>> tiles_;
+  std::unique_ptr<vendor::cublaslt_linear16<T>> lt_;
   device_buffer<T> pool_buf_;
   std::unique_ptr<conv16_auto_plan> sub_;  // after a tuning run: the winner's own plan, as timed
   ::sdnn::detail::run_streams runs_;
