@@ -467,9 +467,9 @@ PYBIND11_MODULE(_sdnn, m) {
     } catch (sdnn::not_compiled const& e) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
     } catch (sdnn::library_error const& e) {
-      library_type(e.what());
+      PyErr_SetString(library_type.ptr(), e.what());
     } catch (sdnn::error const& e) {
-      error_type(e.what());
+      PyErr_SetString(error_type.ptr(), e.what());
     }
   });
 
