@@ -8,9 +8,10 @@
 // exactly this product (X = the activations, M = batch*H*W, K = C; W = the GEMM view).
 //
 // As the column-major product D = op(A) B: D is Y^T (N x M, ld N), A is W read as K x N (ld K,
-// transposed), B is X read as K x M (ld K). The plan asks cuBLASLt's heuristic once for pointers
-// aligned to 16 bytes (rows of 16-bit values with K and N multiples of 8); run() checks that the
-// pointers it gets are. A configuration the heuristic has no algorithm for (for instance a float
+// transposed), B is X read as K x M (ld K). The plan asks cuBLASLt's heuristic for up to 8
+// algorithms for pointers aligned to 16 bytes (rows of 16-bit values with K and N multiples of 8)
+// and keeps the fastest on this GPU (each timed on scratch operands after an L2 flush, median of 5:
+// the plan SYNCHRONISES own.stream); run() checks that the pointers it gets are aligned. A configuration the heuristic has no algorithm for (for instance a float
 // bias this cuBLASLt does not take with a 16-bit output) is refused at construction with an
 // sdnn::error, which the automatic plan reads as "not a candidate".
 #pragma once
@@ -18,6 +19,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -27,6 +30,7 @@
 #include "sdnn/core/error.hpp"
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/numeric.hpp"
+#include "sdnn/core/plan.cuh"
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/linear/vendor/cublas.cuh"
 
@@ -75,7 +79,7 @@ class cublaslt_linear16 {
     for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
       if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof al);
-    cublasLtMatmulHeuristicResult_t found{};
+    std::array<cublasLtMatmulHeuristicResult_t, 8> found{};
     int count = 0;
     // The bias as floats first; where cuBLASLt has no algorithm for that, rounded to T.
     auto ask = [&](bool float_bias) {
@@ -96,7 +100,7 @@ class cublaslt_linear16 {
         if (e != CUBLAS_STATUS_SUCCESS) return e;
       }
       count = 0;
-      return cublasLtMatmulAlgoGetHeuristic(h_, op_, a_, b_, d_, d_, pref, 1, &found, &count);
+      return cublasLtMatmulAlgoGetHeuristic(h_, op_, a_, b_, d_, d_, pref, int(found.size()), found.data(), &count);
     };
     if (st == CUBLAS_STATUS_SUCCESS) {
       st = ask(true);
@@ -113,8 +117,31 @@ class cublaslt_linear16 {
                 has_bias_ ? " with a bias" : "", relu ? " and ReLU" : "", " (",
                 st == CUBLAS_STATUS_SUCCESS ? "no result" : cublasGetStatusName(st), ")");
     }
-    algo_ = found.algo;
-    if (found.workspaceSize) ws_ = device_buffer<unsigned char>(found.workspaceSize, own);
+    // The heuristic's order is a guess: time its candidates and keep the fastest.
+    std::size_t most_ws = 0;
+    for (int i = 0; i < count; ++i) most_ws = std::max(most_ws, found[std::size_t(i)].workspaceSize);
+    if (most_ws) ws_ = device_buffer<unsigned char>(most_ws, own);
+    algo_ = found[0].algo;
+    if (count > 1) {
+      device_buffer<T> x(std::size_t(M * K), own), y(std::size_t(M * N), own);
+      SDNN_CUDA_CHECK(cudaMemsetAsync(x.data(), 0x3c, x.size() * sizeof(T), own.stream));
+      ::sdnn::detail::flushed_timer timer(own);
+      double best = 0;
+      for (int i = 0; i < count; ++i) {
+        algo_ = found[std::size_t(i)].algo;
+        std::array<float, 5> ms{};
+        timer([&] { run(own, x.data(), y.data()); });  // warm-up
+        for (auto& v : ms) v = timer([&] { run(own, x.data(), y.data()); });
+        std::sort(ms.begin(), ms.end());
+        if (i == 0 || ms[2] < best) {
+          best = ms[2];
+          chosen_ = i;
+        }
+      }
+      algo_ = found[std::size_t(chosen_)].algo;
+      candidates_ = count;
+      SDNN_CUDA_CHECK(cudaStreamSynchronize(own.stream));  // the scratch operands go
+    }
   }
   ~cublaslt_linear16() { release(); }
   cublaslt_linear16(cublaslt_linear16 const&) = delete;
@@ -133,7 +160,8 @@ class cublaslt_linear16 {
   std::string describe() const {
     return ::sdnn::detail::concat("cublaslt_linear16<", value_type_name<T>(), ">: ", m_, " x ", n_, " x ", k_,
                                   !has_bias_ ? "" : float_bias_ ? ", float bias" : ", bias rounded to the output type",
-                                  relu_ ? ", ReLU" : "", " fused, ", ws_.size(), " B workspace");
+                                  relu_ ? ", ReLU" : "", " fused, algorithm ", chosen_ + 1, " of the heuristic's ",
+                                  candidates_, " (fastest timed), ", ws_.size(), " B workspace");
   }
 
  private:
@@ -150,6 +178,7 @@ class cublaslt_linear16 {
 
   std::int64_t m_, n_, k_;
   bool relu_, has_bias_, float_bias_ = false;
+  int chosen_ = 0, candidates_ = 1;
   device_buffer<T> w_;
   device_buffer<float> bias_f_;  // the bias cuBLASLt reads: floats, or
   device_buffer<T> bias_t_;      // rounded to T
