@@ -162,6 +162,18 @@ def _raw_stream(device_index):
     return torch.cuda.current_stream(device_index).cuda_stream
 
 
+def _float_bias(bias):
+    """A bias as a contiguous float32 host array of its library (None stays None)."""
+    if bias is None:
+        return None
+    b = _host(bias)
+    if _is_torch(b):
+        import torch
+        return b.to(torch.float32)
+    import numpy as np
+    return np.ascontiguousarray(b, dtype=np.float32)
+
+
 def _stream_of(device_index, stream):
     import torch
     if stream is None:
@@ -187,13 +199,7 @@ class Linear:
 
     def __init__(self, weight, bias=None, relu=False, max_rows=0):
         w = _host(weight)
-        b = None if bias is None else _host(bias)
-        if b is not None and _is_torch(b):
-            import torch
-            b = b.to(torch.float32)
-        elif b is not None:
-            import numpy as np
-            b = np.ascontiguousarray(b, dtype=np.float32)
+        b = _float_bias(bias)
         self._impl = _sdnn.Linear(w, b, bool(relu), int(max_rows))
         self.in_features = self._impl.in_features
         self.out_features = self._impl.out_features
@@ -269,18 +275,13 @@ class Conv2d:
         else:
             import numpy as np
             wg = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(K, R * S * C)
-        b = None if bias is None else _host(bias)
-        if b is not None and _is_torch(b):
-            import torch
-            b = b.to(torch.float32)
-        elif b is not None:
-            import numpy as np
-            b = np.ascontiguousarray(b, dtype=np.float32)
+        b = _float_bias(bias)
         self._impl = _sdnn.Conv2d(wg, C, R, S, _pair(stride, "stride"), _pair(padding, "padding"),
                                   _pair(dilation, "dilation"), b, bool(relu), bool(pool))
         self.in_channels, self.out_channels = C, K
         self.dtype = self._impl.dtype
         self.device = self._impl.device
+        self._torch_dtype = _torch_dtype(self.dtype)
 
     def explain(self, batch, H, W):
         return self._impl.reason(int(batch), int(H), int(W))
@@ -292,7 +293,7 @@ class Conv2d:
                 raise TypeError("Conv2d: for a non-torch array, pass `out` (an N x OH x OW x K array)")
             self._impl.forward(x, out, _stream_of(self.device, stream))
             return out
-        if x.dtype != getattr(torch, self.dtype):
+        if x.dtype is not self._torch_dtype:
             raise TypeError(f"Conv2d: x is {x.dtype}, the layer takes torch.{self.dtype} (cast with x.to(...))")
         if x.device.type != "cuda" or x.device.index != self.device:
             raise ValueError(f"Conv2d: x is on {x.device}, the layer on cuda:{self.device}")

@@ -87,6 +87,29 @@ dtype dtype_of(float) { return dtype::f32; }
 dtype dtype_of(sdnn::fp16) { return dtype::f16; }
 dtype dtype_of(sdnn::bf16) { return dtype::bf16; }
 
+// The dense matrix of whichever format a variant holds, into `out` (of its type and shape).
+template <class Variant>
+void variant_to_dense(Variant const& m, py::handle out_obj) {
+  tensor_arg out(out_obj, "out");
+  std::visit(
+      [&](auto const& a) {
+        using T = typename std::decay_t<decltype(a)>::value_type;
+        out.expect_type(dtype_of(T{}));
+        copy_into(sdnn::to_dense(a), out);
+      },
+      m);
+}
+// The element type's name of whichever format a variant holds.
+template <class Variant>
+std::string variant_dtype(Variant const& m) {
+  return std::visit(
+      [](auto const& a) {
+        using T = typename std::decay_t<decltype(a)>::value_type;
+        return std::string(dtype_name(dtype_of(T{})));
+      },
+      m);
+}
+
 struct py_block_sparse {
   any_of<block_sparse> m;
 
@@ -97,16 +120,7 @@ struct py_block_sparse {
       return py_block_sparse{sdnn::block_sparse_from_dense(host_matrix<T>(w), br, bc)};
     });
   }
-  void to_dense(py::handle out_obj) const {
-    tensor_arg out(out_obj, "out");
-    std::visit(
-        [&](auto const& a) {
-          using T = typename std::decay_t<decltype(a)>::value_type;
-          out.expect_type(dtype_of(T{}));
-          copy_into(sdnn::to_dense(a), out);
-        },
-        m);
-  }
+  void to_dense(py::handle out_obj) const { variant_to_dense(m, out_obj); }
   template <class F>
   auto get(F f) const {
     return std::visit(f, m);
@@ -114,7 +128,7 @@ struct py_block_sparse {
 };
 
 struct py_sparse24 {
-  std::variant<sdnn::sparse24_matrix<float>, sdnn::sparse24_matrix<sdnn::fp16>, sdnn::sparse24_matrix<sdnn::bf16>> m;
+  any_of<sdnn::sparse24_matrix> m;
 
   // prune = false: w must already be 2:4 along its rows (ValueError naming the first group that
   // is not); prune = true: the two largest magnitudes of every group are kept.
@@ -126,16 +140,7 @@ struct py_sparse24 {
       return py_sparse24{prune ? sdnn::ops::prune_sparse24(v) : sdnn::sparse24_from_dense(v)};
     });
   }
-  void to_dense(py::handle out_obj) const {
-    tensor_arg out(out_obj, "out");
-    std::visit(
-        [&](auto const& a) {
-          using T = typename std::decay_t<decltype(a)>::value_type;
-          out.expect_type(dtype_of(T{}));
-          copy_into(sdnn::to_dense(a), out);
-        },
-        m);
-  }
+  void to_dense(py::handle out_obj) const { variant_to_dense(m, out_obj); }
 };
 
 // CSR with float values and int32 indices (the layout of scipy.sparse.csr_matrix).
@@ -496,13 +501,7 @@ PYBIND11_MODULE(_sdnn, m) {
                                    [](auto const& a) { return py::make_tuple(a.block_rows(), a.block_cols()); });
                              })
       .def_property_readonly("nnzb", [](py_block_sparse const& b) { return b.get([](auto const& a) { return a.nnzb(); }); })
-      .def_property_readonly("dtype",
-                             [](py_block_sparse const& b) {
-                               return b.get([](auto const& a) {
-                                 using T = typename std::decay_t<decltype(a)>::value_type;
-                                 return std::string(dtype_name(dtype_of(T{})));
-                               });
-                             })
+      .def_property_readonly("dtype", [](py_block_sparse const& b) { return variant_dtype(b.m); })
       .def_property_readonly("nbytes", [](py_block_sparse const& b) {
         return b.get([](auto const& a) {
           using T = typename std::decay_t<decltype(a)>::value_type;
@@ -518,15 +517,7 @@ PYBIND11_MODULE(_sdnn, m) {
                                return std::visit([](auto const& a) { return py::make_tuple(a.rows(), a.cols()); },
                                                  s.m);
                              })
-      .def_property_readonly("dtype",
-                             [](py_sparse24 const& s) {
-                               return std::visit(
-                                   [](auto const& a) {
-                                     using T = typename std::decay_t<decltype(a)>::value_type;
-                                     return std::string(dtype_name(dtype_of(T{})));
-                                   },
-                                   s.m);
-                             })
+      .def_property_readonly("dtype", [](py_sparse24 const& s) { return variant_dtype(s.m); })
       .def_property_readonly("nbytes", [](py_sparse24 const& s) {
         return std::visit(
             [](auto const& a) {
