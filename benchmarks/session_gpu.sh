@@ -22,6 +22,11 @@
 # pytest -k filter), examples/python/prune_convert.py at PY_EXAMPLE_BATCHES (default 1 1024), then
 # benchmarks/bench_python.py unless PY_BENCH=0 (JSON lines to
 # $OUT/bench_python.jsonl; PY_BENCH_ARGS).
+# With TRAIN=1 only the training stage runs, on programs built elsewhere and found in TRAIN_BIN
+# (default .cmp): train_mixed_tests (the "[mixed]" device tests, run with SDNN_REQUIRE_GPU=1 and,
+# unless NO_SANITIZE=1, under memcheck), train_structured with TRAIN_ARGS (JSON and Markdown to
+# $OUT/train_structured.*), and, unless TRAIN_HOST=0, one epoch of the host path
+# (train_prune_quantize_host, the 784-1024-1024-10 MLP at batch 128) for the per-epoch comparison.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/common/gpu_env.sh
 source "$(dirname "$0")/common/gpu_env.sh"
@@ -63,6 +68,36 @@ if [ "${LT:-0}" = 1 ]; then
     rc=1; say "bench_linear16 did not build:"; tail -20 "$OUT/lt_build_bench.log"
   fi
   say "== session_gpu (cuSPARSELt stage) status: $([ $rc = 0 ] && echo PASS || echo FAIL)"
+  exit $rc
+fi
+if [ "${TRAIN:-0}" = 1 ]; then
+  gpu_banner "session_gpu (training stage)"
+  tb=${TRAIN_BIN:-.cmp}
+  rc=0
+  SDNN_REQUIRE_GPU=1 timeout "${TESTS_TIMEOUT:-300}" "$tb/train_mixed_tests" "${TRAIN_TESTS:-[mixed]}" --durations yes \
+    >"$OUT/train_tests.log" 2>&1 || rc=1
+  say "train tests (${TRAIN_TESTS:-[mixed]}): $(grep -E '^(All tests passed|test cases:)' "$OUT/train_tests.log" | tail -1)"
+  grep -E "FAILED" -A12 "$OUT/train_tests.log" | head -60
+  if [ "${NO_SANITIZE:-0}" != 1 ]; then
+    SDNN_REQUIRE_GPU=1 timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool memcheck --error-exitcode 99 \
+      "$tb/train_mixed_tests" "${TRAIN_SANITIZE_FILTER:-[mixed]}" >"$OUT/train_memcheck.log" 2>&1 || rc=1
+    say "memcheck (${TRAIN_SANITIZE_FILTER:-[mixed]}): $(grep -E 'ERROR SUMMARY' "$OUT/train_memcheck.log" | tail -1)"
+  fi
+  read -r -a args <<<"${TRAIN_ARGS:-}"
+  mkdir -p "$B/models"
+  t0=$(date +%s)
+  timeout "${BENCH_TIMEOUT:-400}" "$tb/train_structured" --model-dir "$B/models" --json "$OUT/train_structured.json" \
+    --markdown "$OUT/train_structured.md" --commit "${SDNN_COMMIT:-unknown}" "${args[@]}" >"$OUT/train_structured.log" 2>&1
+  trc=$?
+  [ $trc = 0 ] || rc=1
+  say "train_structured: rc=$trc in $(( $(date +%s) - t0 )) s; $(grep -E 'device training' "$OUT/train_structured.log")"
+  ls -la "$B/models" >>"$OUT/train_structured.log" 2>&1
+  if [ "${TRAIN_HOST:-1}" = 1 ]; then
+    timeout 600 "$tb/train_prune_quantize_host" --hidden 1024 --batch 128 --epochs 1 --finetune-epochs 0 --schedule 0.5 \
+      >"$OUT/train_host.log" 2>&1 || rc=1
+    say "host path: $(grep -E '^dense epoch' "$OUT/train_host.log")"
+  fi
+  say "== session_gpu (training stage) status: $([ $rc = 0 ] && echo PASS || echo FAIL)"
   exit $rc
 fi
 if [ "${PY:-0}" = 1 ]; then

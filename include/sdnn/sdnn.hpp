@@ -36,6 +36,7 @@
 #include "sdnn/io/file_stream.hpp"
 #include "sdnn/io/matrix_market.hpp"
 #include "sdnn/io/mnist_idx.hpp"
+#include "sdnn/io/sparse_model.hpp"
 #include "sdnn/io/triplets.hpp"
 
 #include "sdnn/layers/layer.hpp"
@@ -79,11 +80,14 @@
 #include "sdnn/conv/reference/convolution.hpp"
 #include "sdnn/conv/reference/quantized.hpp"
 
+#include "sdnn/train/mixed_precision.hpp"
 #include "sdnn/train/op/backward.hpp"
 #include "sdnn/train/op/prune_sparse24.hpp"
 #include "sdnn/train/op/prune_structured.hpp"
 #include "sdnn/train/op/prune_uniform.hpp"
+#include "sdnn/train/op/structured_sparsity.hpp"
 #include "sdnn/train/reference/backward.hpp"
+#include "sdnn/train/reference/mixed_precision.hpp"
 
 #include "sdnn/pipeline/sequential.hpp"
 #include "sdnn/pipeline/weight_store.hpp"
@@ -146,6 +150,7 @@
 #include "sdnn/conv/vendor/cudnn16.cuh"
 
 #include "sdnn/train/op/backward.cuh"
+#include "sdnn/train/op/mixed_mlp.cuh"
 #include "sdnn/train/op/prune_uniform.cuh"
 
 #include "sdnn/pipeline/sequential.cuh"

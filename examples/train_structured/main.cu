@@ -1,0 +1,655 @@
+// train_structured: learn a structure the tensor cores can skip, on the device, and measure what
+// it buys. Trains the 784-H-H-10 MLP on the shipped MNIST digits in bf16 mixed precision
+// (train::mixed_mlp: float master weights, Adam, dynamic loss scale), then from the dense model
+// makes one sparse model per structure and sparsity: 32 x 32 blocks (group lasso + gradual
+// pruning of the weakest blocks + fine-tune), unstructured (gradual magnitude pruning +
+// fine-tune) and 2:4 (masked magnitude pruning + fine-tune). Reports test accuracy with float,
+// bf16 and int8 (per-row) weights, saves every model as an .sdnn file (io/sparse_model.hpp),
+// loads it back and times the loaded model end to end with the automatic tensor-core plans
+// against the dense model through cuBLAS/cuBLASLt bf16 in the same process. --help: the options.
+#include <sdnn/io/mnist_idx.hpp>
+#include <sdnn/io/sparse_model.hpp>
+#include <sdnn/linear/op/tc_auto.cuh>
+#include <sdnn/linear/vendor/cublaslt.cuh>
+#include <sdnn/train/op/mixed_mlp.cuh>
+#include <sdnn/train/op/structured_sparsity.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef SDNN_EXAMPLE_DATA_DIR
+#define SDNN_EXAMPLE_DATA_DIR "tests/data"
+#endif
+
+using namespace sdnn;
+
+namespace {
+
+struct options {
+  std::int64_t hidden = 1024, batch = 128, train = 8000, test = 2000;
+  int epochs = 8, prune_epochs = 6, finetune_epochs = 4;
+  float lr = 1e-3f, finetune_lr = 3e-4f, penalty = 2e-5f;
+  std::vector<std::string> structures{"blocks", "unstructured", "sparse24"};
+  std::vector<double> sparsities{0.75, 0.9, 0.95};
+  std::vector<std::int64_t> bench_batches{1, 32, 1024};
+  int reps = 30;
+  std::uint64_t seed = 1;
+  double min_accuracy = 0;
+  std::string data_dir = SDNN_EXAMPLE_DATA_DIR, model_dir = ".", json, markdown, commit = "unknown";
+};
+
+void usage() {
+  std::cout
+      << "usage: train_structured [options]\n"
+         "  --hidden H              hidden width of the 784-H-H-10 MLP (default 1024)\n"
+         "  --batch B               training batch (default 128)\n"
+         "  --epochs E              dense epochs (default 8)\n"
+         "  --prune-epochs P        epochs of the gradual pruning (group lasso for blocks) (default 6)\n"
+         "  --finetune-epochs F     fine-tune epochs with the final mask (default 4)\n"
+         "  --lr X --finetune-lr X  Adam learning rates (default 1e-3, 3e-4)\n"
+         "  --penalty X             group-lasso coefficient of the block models (default 2e-5)\n"
+         "  --structures a,b        of blocks, unstructured, sparse24 (default all three)\n"
+         "  --sparsities s,t        target sparsities of the hidden layers (default 0.75,0.9,0.95; 2:4 is 0.5)\n"
+         "  --bench-batches n,m     inference batches timed (default 1,32,1024; none: --bench-batches 0)\n"
+         "  --reps R                timed repeats per point (default 30)\n"
+         "  --train N --test N      seeded split of the 10000 shipped digits (default 8000 / 2000)\n"
+         "  --seed S                split, initialisation and batch order (default 1)\n"
+         "  --min-accuracy A        exit 1 if a reported bf16 test accuracy is below A (default 0)\n"
+         "  --data DIR --model-dir DIR --json FILE --markdown FILE --commit C\n";
+}
+
+template <class T>
+std::vector<T> split_list(std::string const& s) {
+  std::vector<T> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    if constexpr (std::is_same_v<T, std::string>) out.push_back(item);
+    else if constexpr (std::is_integral_v<T>) out.push_back(static_cast<T>(std::stoll(item)));
+    else out.push_back(static_cast<T>(std::stod(item)));
+  }
+  return out;
+}
+
+bool parse(int argc, char** argv, options& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string const k = argv[i];
+    if (k == "--help" || k == "-h") {
+      usage();
+      return false;
+    }
+    if (i + 1 >= argc) throw std::runtime_error("option " + k + " needs a value (--help lists them)");
+    std::string const v = argv[++i];
+    if (k == "--hidden") o.hidden = std::stoll(v);
+    else if (k == "--batch") o.batch = std::stoll(v);
+    else if (k == "--epochs") o.epochs = std::stoi(v);
+    else if (k == "--prune-epochs") o.prune_epochs = std::stoi(v);
+    else if (k == "--finetune-epochs") o.finetune_epochs = std::stoi(v);
+    else if (k == "--lr") o.lr = std::stof(v);
+    else if (k == "--finetune-lr") o.finetune_lr = std::stof(v);
+    else if (k == "--penalty") o.penalty = std::stof(v);
+    else if (k == "--structures") o.structures = split_list<std::string>(v);
+    else if (k == "--sparsities") o.sparsities = split_list<double>(v);
+    else if (k == "--bench-batches") o.bench_batches = split_list<std::int64_t>(v == "0" ? "" : v);
+    else if (k == "--reps") o.reps = std::stoi(v);
+    else if (k == "--train") o.train = std::stoll(v);
+    else if (k == "--test") o.test = std::stoll(v);
+    else if (k == "--seed") o.seed = std::stoull(v);
+    else if (k == "--min-accuracy") o.min_accuracy = std::stod(v);
+    else if (k == "--data") o.data_dir = v;
+    else if (k == "--model-dir") o.model_dir = v;
+    else if (k == "--json") o.json = v;
+    else if (k == "--markdown") o.markdown = v;
+    else if (k == "--commit") o.commit = v;
+    else throw std::runtime_error("unknown option " + k + " (--help lists them)");
+  }
+  SDNN_EXPECTS(o.hidden >= 16 && o.hidden % 16 == 0, "--hidden must be a positive multiple of 16, got ", o.hidden);
+  SDNN_EXPECTS(o.batch >= 1 && o.train >= o.batch && o.test >= 1 && o.train + o.test <= 10000,
+               "need 1 <= batch <= train, test >= 1 and train + test <= 10000");
+  SDNN_EXPECTS(o.epochs >= 1 && o.prune_epochs >= 1 && o.finetune_epochs >= 0 && o.reps >= 1,
+               "need epochs >= 1, prune-epochs >= 1, finetune-epochs >= 0, reps >= 1");
+  for (auto const& s : o.structures)
+    SDNN_EXPECTS(s == "blocks" || s == "unstructured" || s == "sparse24", "unknown structure '", s, "'");
+  // the errors a user must see before any training: learning rates, penalty, sparsities
+  for (double s : o.sparsities) train::check_options({o.lr, o.penalty, s});
+  train::check_options({o.finetune_lr, 0.0, 0.0});
+  return true;
+}
+
+// splitmix64, as the library's initialisation uses: the split and the batch order.
+struct rng64 {
+  std::uint64_t s;
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
+};
+template <class V>
+void shuffle(V& v, rng64& r) {
+  for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[r.below(i)]);
+}
+
+// A split of the digits on the device, in bf16 and float.
+struct device_set {
+  std::int64_t n = 0, px = 0;
+  device_buffer<bf16> x16;
+  device_buffer<float> x32;
+  device_buffer<std::int32_t> y;
+  dense_view<bf16 const> view16() const { return {n, px, px, x16.data()}; }
+  dense_view<float const> view32() const { return {n, px, px, x32.data()}; }
+};
+
+// A trained model on the host: master weights and biases per layer, and its masks.
+struct host_model {
+  std::vector<dense_matrix<float>> w;
+  std::vector<std::vector<float>> b;
+  std::vector<std::vector<std::uint8_t>> mask;  // empty: dense
+};
+
+template <class T>
+host_model download(train::mixed_mlp<T>& m, cuda_exec exec) {
+  host_model h;
+  for (std::size_t l = 0; l < m.layer_count(); ++l) {
+    h.w.push_back(m.layer(l).weights(exec));
+    h.b.push_back(m.layer(l).bias(exec));
+  }
+  return h;
+}
+template <class T>
+void upload(train::mixed_mlp<T>& m, host_model const& h, cuda_exec exec) {
+  for (std::size_t l = 0; l < m.layer_count(); ++l) {
+    m.layer(l).set_mask(exec, {});
+    m.layer(l).set_weights(exec, h.w[l].view(), h.b[l]);
+  }
+}
+
+struct run_context {
+  options const& o;
+  cuda_exec exec;
+  device_set const& train;
+  device_set const& test;
+  rng64 order_rng;
+  device_buffer<std::int32_t> order;
+  device_buffer<bf16> xb;
+  device_buffer<std::int32_t> yb;
+  double device_epoch_seconds = 0;
+  int device_epochs = 0;
+};
+
+// The model after the last epoch whose losses were all finite, written out if training stops.
+host_model last_good;
+std::string checkpoint_path = "train_structured_checkpoint.sdnn";
+
+// One epoch: a seeded order uploaded once, then every step enqueued; one read-back at the end.
+train::mixed_stats train_epoch(train::mixed_mlp<bf16>& m, run_context& c) {
+  std::vector<std::int32_t> ord(static_cast<std::size_t>(c.train.n));
+  for (std::size_t i = 0; i < ord.size(); ++i) ord[i] = static_cast<std::int32_t>(i);
+  shuffle(ord, c.order_rng);
+  auto const t0 = std::chrono::steady_clock::now();
+  SDNN_CUDA_CHECK(cudaMemcpyAsync(c.order.data(), ord.data(), ord.size() * 4, cudaMemcpyHostToDevice, c.exec.stream));
+  std::int64_t const B = c.o.batch, px = c.train.px;
+  for (std::int64_t first = 0; first + B <= c.train.n; first += B) {  // the last partial batch is dropped
+    dense_view<bf16> x{B, px, px, c.xb.data()};
+    kernels::gather_rows<bf16, std::int32_t>(c.train.view16(), c.train.y.data(), c.order.data(), first, x,
+                                             c.yb.data(), c.exec);
+    m.train_step(c.exec, dense_view<bf16 const>(x), c.yb.data());
+  }
+  auto const s = m.take_stats(c.exec);  // synchronises; throws on a non-finite loss
+  c.device_epoch_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++c.device_epochs;
+  last_good = download(m, c.exec);
+  return s;
+}
+
+double accuracy16(train::mixed_mlp<bf16>& m, device_set const& d, cuda_exec exec) {
+  return double(m.count_correct(exec, d.view16(), d.y.data())) / double(d.n);
+}
+
+// Test accuracy of host weights through a float network (float activations): `float` with the
+// master weights, `int8` with per-row symmetric int8 weights (scale max|w| / 127).
+double accuracy32(host_model const& h, device_set const& d, std::vector<std::int64_t> const& widths, bool int8,
+                  cuda_exec exec) {
+  train::mixed_options mo;
+  mo.max_batch = 1000;
+  mo.loss_scale = {false, 1.0f};
+  train::mixed_mlp<float> f(widths, 1, mo, exec);
+  for (std::size_t l = 0; l < h.w.size(); ++l) {
+    dense_matrix<float> w(h.w[l].rows(), h.w[l].cols());
+    for (std::int64_t i = 0; i < w.rows(); ++i) {
+      float mx = 0;
+      for (std::int64_t j = 0; j < w.cols(); ++j) mx = std::max(mx, std::fabs(h.w[l](i, j)));
+      float const sc = mx > 0 ? mx / 127.0f : 1.0f;
+      for (std::int64_t j = 0; j < w.cols(); ++j)
+        w(i, j) = int8 ? std::nearbyint(h.w[l](i, j) / sc) * sc : h.w[l](i, j);
+    }
+    f.layer(l).set_weights(exec, w.view(), h.b[l]);
+  }
+  return double(f.count_correct(exec, d.view32(), d.y.data())) / double(d.n);
+}
+
+struct result {
+  std::string name, structure;
+  double target = 0, sparsity = 0;  // target and measured sparsity of the hidden layers
+  double acc_f32 = 0, acc_bf16 = 0, acc_int8 = 0, acc_loaded = 0;
+  double seconds = 0;
+  std::string file;
+  std::vector<std::pair<std::int64_t, double>> ms;  // batch -> median ms end to end
+  std::vector<std::string> paths;                   // per batch: the plans' paths
+};
+
+// The hidden layers' masks for a structure at sparsity s, from the current master weights.
+std::vector<std::uint8_t> make_mask(std::string const& st, dense_matrix<float> const& w, double s) {
+  if (st == "blocks") return train::group_mask(w.view(), train::block_groups(w.rows(), w.cols(), 32, 32), s);
+  if (st == "unstructured") return train::magnitude_mask(w.view(), s);
+  return train::sparse24_mask(w.view());
+}
+
+double hidden_sparsity(host_model const& h) {
+  double z = 0, n = 0;
+  for (std::size_t l = 0; l + 1 < h.w.size(); ++l)
+    for (std::int64_t i = 0; i < h.w[l].rows(); ++i)
+      for (std::int64_t j = 0; j < h.w[l].cols(); ++j, ++n) z += h.w[l](i, j) == 0.0f;
+  return n > 0 ? z / n : 0;
+}
+
+// ---- files and inference ---------------------------------------------------------------------
+
+io::sparse_model to_file_model(host_model const& h, std::string const& structure, std::string const& description) {
+  io::sparse_model m;
+  m.description = description;
+  for (std::size_t l = 0; l < h.w.size(); ++l) {
+    io::model_layer L;
+    bool const hidden = l + 1 < h.w.size();
+    L.structure = !hidden || structure == "dense"  ? io::model_structure::dense
+                  : structure == "blocks"         ? io::model_structure::blocks
+                  : structure == "sparse24"       ? io::model_structure::sparse24
+                                                  : io::model_structure::unstructured;
+    if (L.structure == io::model_structure::blocks) L.block_rows = L.block_cols = 32;
+    L.value = io::model_value::bf16;
+    L.activation = hidden ? io::model_activation::relu : io::model_activation::none;
+    L.w = dense_matrix<float>(h.w[l].rows(), h.w[l].cols());
+    for (std::int64_t i = 0; i < L.w.rows(); ++i)
+      for (std::int64_t j = 0; j < L.w.cols(); ++j) L.w(i, j) = static_cast<float>(bf16(h.w[l](i, j)));
+    L.bias = h.b[l];
+    m.layers.push_back(std::move(L));
+  }
+  return m;
+}
+
+// The loaded model as a chain of automatic plans (bf16, bias and ReLU in the plans' epilogue);
+// dense_only restricts every plan to cuBLAS.
+struct inference_model {
+  std::vector<std::unique_ptr<ops::tc_auto_linear_plan<bf16, bf16>>> plans;
+  std::vector<device_buffer<float>> bias;
+  std::vector<bool> relu;
+  std::vector<device_buffer<bf16>> act;
+  std::int64_t max_rows = 0;
+
+  inference_model(io::sparse_model const& m, std::int64_t max_rows_, bool dense_only, cuda_exec exec)
+      : max_rows(max_rows_) {
+    for (auto const& L : m.layers) {
+      dense_matrix<bf16> w(L.w.rows(), L.w.cols());
+      for (std::int64_t i = 0; i < w.rows(); ++i)
+        for (std::int64_t j = 0; j < w.cols(); ++j) w(i, j) = bf16(L.w(i, j));
+      ops::tc_auto_options opt;
+      opt.max_rows = max_rows;
+      if (dense_only) opt.allowed = 1u << int(policy::tc_path::cublas_dense);
+      dense_matrix<bf16> const& cw = w;
+      plans.push_back(std::make_unique<ops::tc_auto_linear_plan<bf16, bf16>>(cw.view(), exec, opt));
+      bias.push_back(to_device(L.bias.data(), L.bias.size(), exec));
+      relu.push_back(L.activation == io::model_activation::relu);
+      act.emplace_back(static_cast<std::size_t>(max_rows * L.w.rows()), exec);
+    }
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+  }
+  void tune(cuda_exec exec, std::vector<std::int64_t> const& ns) {
+    for (auto& p : plans) p->tune(exec, ns);
+  }
+  // logits (bf16, n x classes) of x (device, n x in); returns the last activation buffer.
+  bf16 const* run(cuda_exec exec, bf16 const* x, std::int64_t n) const {
+    bf16 const* in = x;
+    for (std::size_t l = 0; l < plans.size(); ++l) {
+      auto const& p = *plans[l];
+      basic_epilogue<float> epi = relu[l] ? epilogue_relu<float>(bias[l].data()) : epilogue_none<float>();
+      epi.bias = bias[l].data();
+      plans[l]->run(exec, dense_view<bf16 const>{n, p.in_features(), p.in_features(), in},
+                    dense_view<bf16>{n, p.out_features(), p.out_features(), const_cast<bf16*>(act[l].data())}, epi);
+      in = act[l].data();
+    }
+    return in;
+  }
+  std::string paths(std::int64_t n) const {
+    std::string s;
+    for (auto const& p : plans) s += (s.empty() ? "" : "+") + std::string(policy::tc_path_name(p->path(n)));
+    return s;
+  }
+};
+
+// The dense baseline's other form: the hidden layers through cuBLASLt with bias + ReLU fused.
+struct lt_model {
+  std::vector<std::unique_ptr<vendor::cublaslt_linear16<bf16>>> hidden;
+  std::unique_ptr<ops::tc_auto_linear_plan<bf16, bf16>> last;
+  device_buffer<float> last_bias;
+  std::vector<device_buffer<bf16>> act;
+  lt_model(io::sparse_model const& m, std::int64_t n, cuda_exec exec) {
+    for (std::size_t l = 0; l + 1 < m.layers.size(); ++l) {
+      auto const& L = m.layers[l];
+      dense_matrix<bf16> w(L.w.rows(), L.w.cols());
+      for (std::int64_t i = 0; i < w.rows(); ++i)
+        for (std::int64_t j = 0; j < w.cols(); ++j) w(i, j) = bf16(L.w(i, j));
+      dense_matrix<bf16> const& cw = w;
+      hidden.push_back(std::make_unique<vendor::cublaslt_linear16<bf16>>(n, L.w.rows(), L.w.cols(), cw.view(), L.bias,
+                                                                        true, exec));
+      act.emplace_back(static_cast<std::size_t>(n * L.w.rows()), exec);
+    }
+    auto const& L = m.layers.back();
+    dense_matrix<bf16> w(L.w.rows(), L.w.cols());
+    for (std::int64_t i = 0; i < w.rows(); ++i)
+      for (std::int64_t j = 0; j < w.cols(); ++j) w(i, j) = bf16(L.w(i, j));
+    ops::tc_auto_options opt;
+    opt.max_rows = n;
+    opt.allowed = 1u << int(policy::tc_path::cublas_dense);
+    dense_matrix<bf16> const& cw = w;
+    last = std::make_unique<ops::tc_auto_linear_plan<bf16, bf16>>(cw.view(), exec, opt);
+    last_bias = to_device(L.bias.data(), L.bias.size(), exec);
+    act.emplace_back(static_cast<std::size_t>(n * L.w.rows()), exec);
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+  }
+  void run(cuda_exec exec, bf16 const* x, std::int64_t n) const {
+    bf16 const* in = x;
+    for (std::size_t l = 0; l < hidden.size(); ++l) {
+      hidden[l]->run(exec, in, const_cast<bf16*>(act[l].data()));
+      in = act[l].data();
+    }
+    basic_epilogue<float> epi = epilogue_none<float>();
+    epi.bias = last_bias.data();
+    last->run(exec, dense_view<bf16 const>{n, last->in_features(), last->in_features(), in},
+              dense_view<bf16>{n, last->out_features(), last->out_features(), const_cast<bf16*>(act.back().data())},
+              epi);
+  }
+};
+
+// Median of reps CUDA-event timings of f, each after an L2 flush, after 3 warm-up runs.
+template <class F>
+double median_ms(F&& f, int reps, cuda_exec exec, device_buffer<char>& flush) {
+  cudaEvent_t a, b;
+  SDNN_CUDA_CHECK(cudaEventCreate(&a));
+  SDNN_CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    SDNN_CUDA_CHECK(cudaMemsetAsync(flush.data(), i & 0xff, flush.size(), exec.stream));
+    SDNN_CUDA_CHECK(cudaEventRecord(a, exec.stream));
+    f();
+    SDNN_CUDA_CHECK(cudaEventRecord(b, exec.stream));
+    SDNN_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    SDNN_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  SDNN_CUDA_CHECK(cudaEventDestroy(a));
+  SDNN_CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Accuracy of a loaded model through its inference plans, in batches of max_rows.
+double loaded_accuracy(inference_model const& m, device_set const& d, cuda_exec exec) {
+  std::int64_t correct = 0;
+  std::int64_t const classes = m.plans.back()->out_features();
+  std::vector<bf16> logits;
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(d.n));
+  SDNN_CUDA_CHECK(cudaMemcpy(labels.data(), d.y.data(), labels.size() * 4, cudaMemcpyDeviceToHost));
+  for (std::int64_t r = 0; r < d.n; r += m.max_rows) {
+    std::int64_t const n = std::min(m.max_rows, d.n - r);
+    bf16 const* out = m.run(exec, d.x16.data() + r * d.px, n);
+    logits.resize(static_cast<std::size_t>(n * classes));
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(logits.data(), out, logits.size() * sizeof(bf16), cudaMemcpyDeviceToHost, exec.stream));
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::int64_t best = 0;
+      for (std::int64_t j = 1; j < classes; ++j)
+        if (float(logits[std::size_t(i * classes + j)]) > float(logits[std::size_t(i * classes + best)])) best = j;
+      correct += best == labels[std::size_t(r + i)];
+    }
+  }
+  return double(correct) / double(d.n);
+}
+
+
+// Everything on one stream; every device buffer is released before the caller destroys it.
+int run(options const& o, cuda_exec exec) {
+  cudaDeviceProp prop{};
+  SDNN_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+
+  // The seeded split of the shipped digits (pixels / 255).
+  auto const img = io::read_idx_images(o.data_dir + "/mnist-10k-images-idx3-ubyte.gz");
+  auto const lab = io::read_idx_labels(o.data_dir + "/mnist-10k-labels-idx1-ubyte.gz");
+  std::int64_t const px = std::int64_t(img.rows) * img.cols;
+  rng64 rng{o.seed};
+  std::vector<std::size_t> perm(static_cast<std::size_t>(img.count));
+  for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = i;
+  shuffle(perm, rng);
+  auto take = [&](std::size_t b, std::int64_t n) {
+    device_set d;
+    d.n = n;
+    d.px = px;
+    std::vector<float> x(static_cast<std::size_t>(n * px));
+    std::vector<bf16> x16(x.size());
+    std::vector<std::int32_t> y(static_cast<std::size_t>(n));
+    for (std::int64_t r = 0; r < n; ++r) {
+      std::size_t const s = perm[b + std::size_t(r)];
+      for (std::int64_t c = 0; c < px; ++c) {
+        x[std::size_t(r * px + c)] = img.pixels[s * std::size_t(px) + std::size_t(c)] / 255.0f;
+        x16[std::size_t(r * px + c)] = bf16(x[std::size_t(r * px + c)]);
+      }
+      y[std::size_t(r)] = lab[s];
+    }
+    d.x16 = to_device(x16.data(), x16.size(), exec);
+    d.x32 = to_device(x.data(), x.size(), exec);
+    d.y = to_device(y.data(), y.size(), exec);
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+    return d;
+  };
+  device_set const train = take(0, o.train);
+  device_set const test = take(static_cast<std::size_t>(o.train), o.test);
+  std::vector<std::int64_t> const widths{px, o.hidden, o.hidden, 10};
+  std::printf("MLP %lld-%lld-%lld-10, %lld train / %lld test digits (seed %llu), batch %lld, bf16 mixed precision, %s\n",
+              (long long)px, (long long)o.hidden, (long long)o.hidden, (long long)o.train, (long long)o.test,
+              (unsigned long long)o.seed, (long long)o.batch, prop.name);
+
+  run_context ctx{o, exec, train, test, rng64{o.seed * 7919 + 1}, device_buffer<std::int32_t>(std::size_t(o.train), exec),
+                  device_buffer<bf16>(std::size_t(o.batch * px), exec), device_buffer<std::int32_t>(std::size_t(o.batch), exec)};
+  train::mixed_options mo;
+  mo.max_batch = std::max<std::int64_t>(o.batch, 1000);
+  mo.optimizer.lr = o.lr;
+  train::mixed_mlp<bf16> net(widths, o.seed, mo, exec);
+
+  std::vector<result> results;
+  auto const t_dense = std::chrono::steady_clock::now();
+  for (int e = 0; e < o.epochs; ++e) {
+    auto const s = train_epoch(net, ctx);
+    std::printf("dense epoch %d: loss %.4f, test %.4f (loss scale %g, %lld skipped)\n", e + 1, s.mean_loss,
+                accuracy16(net, test, exec), s.loss_scale, (long long)s.skipped);
+  }
+  host_model const dense = download(net, exec);
+  {
+    result r;
+    r.name = "dense";
+    r.structure = "dense";
+    r.acc_bf16 = accuracy16(net, test, exec);
+    r.acc_f32 = accuracy32(dense, test, widths, false, exec);
+    r.acc_int8 = accuracy32(dense, test, widths, true, exec);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_dense).count();
+    results.push_back(r);
+  }
+  double const epoch_s = ctx.device_epoch_seconds / ctx.device_epochs;
+  std::printf("device training: %.2f ms per epoch (%lld steps of %lld, read back once per epoch)\n", epoch_s * 1e3,
+              (long long)(o.train / o.batch), (long long)o.batch);
+
+  // ---- the sparse models ----
+  for (auto const& st : o.structures) {
+    std::vector<double> targets = st == "sparse24" ? std::vector<double>{0.5} : o.sparsities;
+    for (double target : targets) {
+      auto const t0 = std::chrono::steady_clock::now();
+      upload(net, dense, exec);
+      net.set_optimizer([&] { auto r = mo.optimizer; r.lr = o.lr; return r; }());
+      std::vector<train::weight_groups> groups;
+      for (std::size_t l = 0; l + 1 < net.layer_count(); ++l) {
+        groups.push_back(train::block_groups(widths[l + 1], widths[l], 32, 32));
+        if (st == "blocks") net.layer(l).set_group_lasso(exec, groups.back(), o.penalty);
+      }
+      int const ramp = st == "sparse24" ? 1 : o.prune_epochs;
+      for (int e = 1; e <= ramp; ++e) {
+        if (st != "sparse24") train_epoch(net, ctx);
+        double const s = st == "sparse24" ? 0.5 : train::sparsity_at(0.0, target, e, 0, ramp);
+        for (std::size_t l = 0; l + 1 < net.layer_count(); ++l) {
+          auto const w = net.layer(l).weights(exec);
+          net.layer(l).set_mask(exec, make_mask(st, w, s), st == "blocks" ? 32 : 0, st == "blocks" ? 32 : 0);
+        }
+      }
+      for (std::size_t l = 0; l + 1 < net.layer_count(); ++l) net.layer(l).set_group_lasso_penalty(0.0f);
+      net.set_optimizer([&] { auto r = mo.optimizer; r.lr = o.finetune_lr; return r; }());
+      train::mixed_stats last{};
+      for (int e = 0; e < o.finetune_epochs; ++e) last = train_epoch(net, ctx);
+      host_model h = download(net, exec);
+      result r;
+      r.structure = st;
+      r.target = target;
+      r.name = st + (st == "sparse24" ? std::string("") : " " + std::to_string(int(std::lround(target * 100))) + "%");
+      r.sparsity = hidden_sparsity(h);
+      r.acc_bf16 = accuracy16(net, test, exec);
+      r.acc_f32 = accuracy32(h, test, widths, false, exec);
+      r.acc_int8 = accuracy32(h, test, widths, true, exec);
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("%-18s hidden sparsity %.4f: test float %.4f bf16 %.4f int8 %.4f (fine-tune loss %.4f, %.1f s)\n",
+                  r.name.c_str(), r.sparsity, r.acc_f32, r.acc_bf16, r.acc_int8, last.mean_loss, r.seconds);
+      results.push_back(r);
+      results.back().file = o.model_dir + "/mlp_" + st + (st == "sparse24" ? "" : "_" + std::to_string(int(std::lround(target * 100)))) + ".sdnn";
+      io::write_sparse_model(results.back().file, to_file_model(h, st, "784-" + std::to_string(o.hidden) + "-" +
+                                                                             std::to_string(o.hidden) + "-10 MLP, " + r.name));
+    }
+  }
+  results.front().file = o.model_dir + "/mlp_dense.sdnn";
+  io::write_sparse_model(results.front().file, to_file_model(dense, "dense", "784-" + std::to_string(o.hidden) + "-" +
+                                                                               std::to_string(o.hidden) + "-10 MLP, dense"));
+
+  // ---- inference from the files ----
+  std::int64_t const max_rows = o.bench_batches.empty() ? 1000 : std::max<std::int64_t>(
+      1000, *std::max_element(o.bench_batches.begin(), o.bench_batches.end()));
+  device_buffer<char> flush(std::size_t(128) << 20, exec);
+  device_buffer<bf16> xin(static_cast<std::size_t>(max_rows * px), exec);
+  SDNN_CUDA_CHECK(cudaMemcpyAsync(xin.data(), test.x16.data(), std::min(test.n, max_rows) * px * sizeof(bf16),
+                                  cudaMemcpyDeviceToDevice, exec.stream));
+  std::vector<std::pair<std::int64_t, double>> dense_ms, dense_lt_ms;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto& r = results[i];
+    io::sparse_model const file = io::read_sparse_model(r.file);
+    inference_model m(file, max_rows, i == 0, exec);
+    if (!o.bench_batches.empty() && i > 0) m.tune(exec, o.bench_batches);
+    r.acc_loaded = loaded_accuracy(m, test, exec);
+    for (auto n : o.bench_batches) {
+      r.ms.push_back({n, median_ms([&] { m.run(exec, xin.data(), n); }, o.reps, exec, flush)});
+      r.paths.push_back(m.paths(n));
+      for (std::size_t l = 0; l < m.plans.size(); ++l)  // why each layer runs where it does
+        std::printf("%s b%lld layer %zu: %s\n", r.name.c_str(), (long long)n, l, m.plans[l]->reason(n).c_str());
+    }
+    if (i == 0)
+      for (auto n : o.bench_batches) {
+        lt_model lt(file, n, exec);
+        dense_lt_ms.push_back({n, median_ms([&] { lt.run(exec, xin.data(), n); }, o.reps, exec, flush)});
+      }
+  }
+  dense_ms = results.front().ms;
+
+  // ---- report ----
+  auto best_dense = [&](std::size_t k) { return std::min(dense_ms[k].second, dense_lt_ms[k].second); };
+  std::ostringstream md, js;
+  md << "| model | hidden sparsity | test float | test bf16 | test int8 | loaded file (bf16) |";
+  for (auto n : o.bench_batches) md << " ms b" << n << " | vs dense b" << n << " |";
+  md << "\n|---|---|---|---|---|---|";
+  for (std::size_t k = 0; k < o.bench_batches.size(); ++k) md << "---|---|";
+  md << "\n";
+  js << "{\n  \"gpu\": \"" << prop.name << "\", \"commit\": \"" << o.commit << "\", \"hidden\": " << o.hidden
+     << ", \"train\": " << o.train << ", \"test\": " << o.test << ", \"seed\": " << o.seed << ", \"batch\": " << o.batch
+     << ", \"epochs\": " << o.epochs << ", \"prune_epochs\": " << o.prune_epochs
+     << ", \"finetune_epochs\": " << o.finetune_epochs << ", \"penalty\": " << o.penalty << ", \"lr\": " << o.lr
+     << ", \"finetune_lr\": " << o.finetune_lr << ", \"reps\": " << o.reps
+     << ",\n  \"device_epoch_ms\": " << epoch_s * 1e3 << ",\n  \"dense_cublaslt_ms\": {";
+  for (std::size_t k = 0; k < dense_lt_ms.size(); ++k)
+    js << (k ? ", " : "") << "\"" << dense_lt_ms[k].first << "\": " << dense_lt_ms[k].second;
+  js << "},\n  \"models\": [\n";
+  bool below = false;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto const& r = results[i];
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "| %s | %.4f | %.2f %% | %.2f %% | %.2f %% | %.2f %% |", r.name.c_str(), r.sparsity,
+                  100 * r.acc_f32, 100 * r.acc_bf16, 100 * r.acc_int8, 100 * r.acc_loaded);
+    md << buf;
+    js << "    {\"name\": \"" << r.name << "\", \"structure\": \"" << r.structure << "\", \"target\": " << r.target
+       << ", \"sparsity\": " << r.sparsity << ", \"acc_float\": " << r.acc_f32 << ", \"acc_bf16\": " << r.acc_bf16
+       << ", \"acc_int8\": " << r.acc_int8 << ", \"acc_loaded\": " << r.acc_loaded << ", \"seconds\": " << r.seconds
+       << ", \"file\": \"" << r.file << "\", \"inference\": [";
+    for (std::size_t k = 0; k < r.ms.size(); ++k) {
+      double const sp = best_dense(k) / r.ms[k].second;
+      std::snprintf(buf, sizeof buf, " %.4f | %.2fx |", r.ms[k].second, sp);
+      md << buf;
+      js << (k ? ", " : "") << "{\"batch\": " << r.ms[k].first << ", \"ms\": " << r.ms[k].second
+         << ", \"speedup_vs_best_dense\": " << sp << ", \"paths\": \"" << r.paths[k] << "\"}";
+    }
+    md << "\n";
+    js << "]}" << (i + 1 < results.size() ? "," : "") << "\n";
+    if (r.acc_bf16 < o.min_accuracy) below = true;
+  }
+  js << "  ]\n}\n";
+  md << "\nDense baseline per batch: the faster of the dense model through the automatic plan restricted to "
+        "cuBLAS (";
+  for (std::size_t k = 0; k < dense_ms.size(); ++k) md << (k ? ", " : "") << "b" << dense_ms[k].first << " " << dense_ms[k].second << " ms";
+  md << ") and through cuBLASLt with bias + ReLU fused (";
+  for (std::size_t k = 0; k < dense_lt_ms.size(); ++k) md << (k ? ", " : "") << "b" << dense_lt_ms[k].first << " " << dense_lt_ms[k].second << " ms";
+  md << "). Device training: " << epoch_s * 1e3 << " ms per epoch.\n";
+  std::cout << "\n" << md.str();
+  for (std::size_t i = 0; i < results.size(); ++i)
+    for (std::size_t k = 0; k < results[i].paths.size(); ++k)
+      std::printf("%s b%lld: %s\n", results[i].name.c_str(), (long long)o.bench_batches[k], results[i].paths[k].c_str());
+  if (!o.json.empty()) std::ofstream(o.json) << js.str();
+  if (!o.markdown.empty()) std::ofstream(o.markdown) << md.str();
+  return below ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  options o;
+  if (!parse(argc, argv, o)) return 0;
+  checkpoint_path = o.model_dir + "/train_structured_checkpoint.sdnn";
+  cudaStream_t stream;
+  SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  int const rc = run(o, cuda_exec{stream});
+  SDNN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  SDNN_CUDA_CHECK(cudaStreamDestroy(stream));
+  return rc;
+} catch (train::nonfinite_loss const& e) {
+  std::cerr << "train_structured: " << e.what() << "\n";
+  if (!last_good.w.empty()) {
+    io::write_sparse_model(checkpoint_path, to_file_model(last_good, "dense", "last good epoch"));
+    std::cerr << "train_structured: the model after the last good epoch is in " << checkpoint_path << "\n";
+  }
+  return 3;
+} catch (std::exception const& e) {
+  std::cerr << "train_structured: error: " << e.what() << "\n";
+  return 2;
+}
