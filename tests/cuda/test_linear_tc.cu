@@ -197,6 +197,26 @@ TEMPLATE_TEST_CASE("tc_linear: every policy against the reference at odd sizes",
   }
 }
 
+TEMPLATE_TEST_CASE("tc_linear: the direct block kernel on MLP-sized layers, every batch width, tails, epilogue",
+                   "[cuda][tc]", bf16, fp16) {
+  SDNN_REQUIRE_DEVICE();
+  using T = TestType;
+  // 1024 x 784 at 90 % (K = 24.5 blocks: a half block column), 80 x 100 (M and K tails), all N
+  // widths of the three compiled shapes and their edges, T and float out, bias + ReLU + cap.
+  auto const big = train::prune_blocks_l2(random_matrix<T>(1024, 784, 91u).view(), 32, 32, 0.9);
+  auto const small = train::prune_blocks_l2(random_matrix<T>(80, 100, 92u).view(), 32, 32, 0.5);
+  for (std::int64_t n : {1, 5, 8, 9, 32, 33, 130, 1024}) {
+    run_options o;
+    o.shape = policy::tc_shape::direct;
+    check_policy<policy::tc_block_sparse_mma, T, T>(big, n, unsigned(n), o, 32, 32, "direct 1024x784");
+    o.bias = o.relu = o.cap = true;
+    check_policy<policy::tc_block_sparse_mma, T, float>(small, n, unsigned(n + 1), o, 32, 32, "direct 80x100");
+    o.x_offset = 1;  // X not 4-byte aligned: element-wise X loads
+    o.ldx_pad = 3;
+    check_policy<policy::tc_block_sparse_mma, T, T>(small, n, unsigned(n + 2), o, 32, 32, "direct unaligned X");
+  }
+}
+
 TEMPLATE_TEST_CASE("tc_linear: every block shape, both tile shapes, tails, unaligned X, epilogue", "[cuda][tc]", bf16,
                    fp16) {
   SDNN_REQUIRE_DEVICE();
@@ -205,7 +225,8 @@ TEMPLATE_TEST_CASE("tc_linear: every block shape, both tile shapes, tails, unali
     for (int bc : {16, 32, 64}) {
       auto const dw = random_matrix<T>(150, 230, unsigned(br + bc));
       auto w = train::prune_blocks_l2(dw.view(), br, bc, 0.5);
-      for (auto shape : {policy::tc_shape::small, policy::tc_shape::large, policy::tc_shape::stream}) {
+      for (auto shape : {policy::tc_shape::small, policy::tc_shape::large, policy::tc_shape::stream,
+                         policy::tc_shape::direct}) {  // direct: 32 x 32 only, the others fall back
         run_options o;
         o.shape = shape;
         check_policy<policy::tc_block_sparse_mma, T, float>(w, 37, unsigned(br * bc), o, br, bc,

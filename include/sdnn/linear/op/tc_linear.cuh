@@ -20,6 +20,7 @@
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/plan.cuh"
+#include "sdnn/linear/kernel/tc_block_direct.cuh"
 #include "sdnn/linear/kernel/tc_spmm.cuh"
 #include "sdnn/linear/kernel/tc_stream.cuh"
 #include "sdnn/linear/op/tc_linear.hpp"
@@ -118,6 +119,7 @@ class tc_linear_plan {
   struct launch_shape {
     bool large = false;
     bool stream = false;  // the streaming kernel (tc_stream.cuh): bm x bk units, bn batch rows a pass
+    bool direct = false;  // the direct kernel (tc_block_direct.cuh): one block row x bn batch rows a block
     int bm = 0, bn = 0, bk = 0, stages = 0, threads = 0, smem = 0;
     int panels = 0, ntiles = 0, splits = 1;
     int ctas = 0, passes = 1;   // stream: blocks (one wave) and passes of bn rows
@@ -250,7 +252,10 @@ class tc_linear_plan {
                                   sched_.warps, " warps)");
     if (n > 0) {
       auto const s = shape_for<XSrc>(n, !std::is_same_v<XSrc, kernels::tc_rows_x<T>>);
-      if (s.stream)
+      if (s.direct)
+        d += ::sdnn::detail::concat("; N = ", n, ": direct, ", s.bn, " rows x ", s.threads / 32, " warps a block; grid ",
+                                    s.panels, " panels x ", s.ntiles, " n-tiles");
+      else if (s.stream)
         d += ::sdnn::detail::concat("; N = ", n, ": stream, units ", s.bm, " x ", s.bk, ", ", s.bn, " rows x ", s.passes,
                                     " passes, ", s.threads, " threads, ", s.smem, " B shared, ", s.stages,
                                     " chunks in flight per warp; grid ", s.ctas, " blocks over ", s.panels, " panels");
@@ -273,6 +278,10 @@ class tc_linear_plan {
     launch_shape const s = shape_for(x.rows);
     workspace const w = begin_run(s, x.rows, ws, exec);
     if (x.rows == 0 || m_ == 0) return;
+    if (s.direct) {
+      run_direct(s, exec, x, y, epi);
+      return;
+    }
     if (s.stream) {
       run_stream(s, exec, x, y, epi, w);
       return;
@@ -451,6 +460,51 @@ class tc_linear_plan {
                                         std::size_t(s.passes) * std::size_t(s.ctas) * 2 * Cfg::BR * Cfg::BN);
   }
 
+  // The direct kernel serves 32 x 32 blocks when forced, or automatically for N up to the tuning
+  // table's direct_n_max and while the work (stored blocks x 128-row batch tiles) is at most its
+  // direct_work_max: there the pipelined kernels' fixed costs dominate.
+  bool direct_ok(std::int64_t n) const {
+    if (br_ != 32 || bc_ != 32) return false;
+    if (shape_ == policy::tc_shape::direct) return true;
+    return shape_ == policy::tc_shape::automatic &&
+           (n <= tuning_.direct_n_max || std::int64_t(nnz_) * ((n + 127) / 128) <= tuning_.direct_work_max);
+  }
+  // The direct kernel's compiled shapes: 8 warps over a row's blocks for N <= 8, 4 groups of one
+  // 32-row warp for N <= 32, else 4 warps of 32 rows along the batch x 2 groups.
+  template <class F>
+  static void with_direct_cfg(std::int64_t n, F&& f) {
+    if (n <= 8) f(kernels::tc_direct_tile<1, 8, 1>{});
+    else if (n <= 32) f(kernels::tc_direct_tile<1, 4, 4>{});
+    else f(kernels::tc_direct_tile<4, 2, 4>{});
+  }
+  template <class Out>
+  void run_direct(launch_shape const& s, cuda_exec exec, dense_view<T const> x, dense_view<Out> y,
+                  basic_epilogue<float> const& epi) const {
+    SDNN_EXPECTS(s.ntiles <= 65535, name(), ": ", x.rows, " rows need ", s.ntiles, " batch tiles of ", s.bn,
+                 ", more than a grid's 65535");
+    auto const v = bsr_.view();
+    kernels::tc_direct_params<T> p{};
+    p.row_ptr = v.row_ptr;
+    p.col_idx = v.col_idx;
+    p.values = v.values;
+    p.x = x.data;
+    p.ldx = x.ld;
+    p.x_pair = reinterpret_cast<std::uintptr_t>(x.data) % 4 == 0 && x.ld % 2 == 0 && k_ % 2 == 0;
+    p.y = y.data;
+    p.ldy = y.ld;
+    p.y_float = std::is_same_v<Out, float>;
+    p.M = m_;
+    p.N = static_cast<std::int32_t>(x.rows);
+    p.K = k_;
+    p.epi = epi;
+    with_direct_cfg(x.rows, [&](auto cfg_tag) {
+      using Cfg = decltype(cfg_tag);
+      dim3 const grid(static_cast<unsigned>(s.panels), static_cast<unsigned>(s.ntiles));
+      kernels::tc_block_direct_kernel<Cfg, T><<<grid, Cfg::threads, Cfg::smem, exec.stream>>>(p);
+      SDNN_CUDA_CHECK_LAUNCH();
+    });
+  }
+
   template <class Out>
   void run_stream(launch_shape const& s, cuda_exec exec, dense_view<T const> x, dense_view<Out> y,
                   basic_epilogue<float> const& epi, workspace w) const {
@@ -546,6 +600,22 @@ class tc_linear_plan {
   template <class XTiles>
   void fill_shape(launch_shape& s, std::int64_t n, bool tiled_only) const {
     using Tiles = typename XTiles::base;
+    if constexpr (blocks) {
+      if (!tiled_only && direct_ok(n)) {
+        with_direct_cfg(n, [&](auto cfg_tag) {
+          using Cfg = decltype(cfg_tag);
+          s.direct = true;
+          s.bm = 32;
+          s.bk = 32;
+          s.bn = Cfg::BN;
+          s.threads = Cfg::threads;
+          s.smem = Cfg::smem;
+          s.panels = static_cast<int>((std::int64_t(m_) + 31) / 32);
+          s.ntiles = static_cast<int>(std::max<std::int64_t>(1, (n + Cfg::BN - 1) / Cfg::BN));
+        });
+        return;
+      }
+    }
     if constexpr (!dense) {
       if (!tiled_only && stream_ok() && (shape_ == policy::tc_shape::stream ||
                           (shape_ == policy::tc_shape::automatic && n <= tuning_.stream_n_max))) {

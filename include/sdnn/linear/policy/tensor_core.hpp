@@ -92,7 +92,7 @@ struct tc_tile_offsets_tiles {
 constexpr int tc_stream_bn(std::int64_t n) { return n <= 8 ? 8 : 32; }
 
 // Which compiled shape a plan runs (automatic: by the tuning table).
-enum class tc_shape { automatic, small, large, stream };
+enum class tc_shape { automatic, small, large, stream, direct };
 
 // Per-architecture tuning of the tensor-core plans, keyed as linear/policy/tuning.hpp's tables.
 struct tc_tuning {
@@ -104,6 +104,8 @@ struct tc_tuning {
   double split_cost = 0;         // extra cost per split in the split model (partials through L2)
   std::int64_t stream_n_max = 0; // the streaming shape for N <= this (tile_offsets, square blocks)
   int stream_unit_cost = 0;      // bytes a unit costs beside its own when the stream schedule balances warps
+  std::int64_t direct_n_max = 0;     // 32 x 32 blocks: the direct kernel (tc_block_direct.cuh) for N <= this,
+  std::int64_t direct_work_max = 0;  // and beyond while the stored blocks x ceil(N / 128) is at most this
 };
 
 // sm_90: NVIDIA H100 80GB HBM3 (SXM, 132 SMs), CUDA 13.0, 2026-11-25, bench_linear_tc, 11008 x 4096,
@@ -116,9 +118,19 @@ struct tc_tuning {
 //     runs are balanced; not swept (one value measured).
 //   small_n_max = 128, max_splits = 8, split_n_max = 32, split_cost = 0.02: the first version's
 //     values, unchanged; the small shape now serves 32 < N <= 128 and dense W (not re-swept).
-inline constexpr tc_tuning tc_tuning_sm90{{9, 0}, "NVIDIA H100 80GB HBM3 (2026-11-25)", 128, 8, 32, 0.02, 32, 192};
+// 2026-11-26, bench_linear_tc --shape=direct against the automatic shapes, 32 x 32 blocks at
+// 75/90/95 %, W 1024x784, 1024x1024, 4096^2, 11008x4096, N 1..2048
+// (benchmarks/results/tc_direct_NVIDIA-H100_2026-11-26.jsonl):
+//   direct_n_max = 128: the direct kernel was as fast or faster at every N <= 128 (11008 x 4096
+//     at 90 %: 11.3 / 18.0 / 35.1 us at N = 1 / 32 / 128 against the streaming and small shapes'
+//     18.1 / 27.6 / 42.1); from N = 512 on the big shapes the pipelined large tile wins (N = 1024:
+//     165.6 against 154.5 us).
+//   direct_work_max = 2048 blocks x 128-row tiles: the small layers, where the pipelined kernels'
+//     fixed cost is the whole run (1024 x 1024 at 90 %, N = 1024: 14.3 us direct, 21.7 the large
+//     tile in the same session's tune()).
+inline constexpr tc_tuning tc_tuning_sm90{{9, 0}, "NVIDIA H100 80GB HBM3 (2026-11-25)", 128, 8, 32, 0.02, 32, 192, 128, 2048};
 // sm_80 and sm_8x: nothing measured; sm_90's values.
-inline constexpr tc_tuning tc_tuning_sm80{{8, 0}, "none measured (sm_90 values)", 128, 8, 32, 0.02, 32, 192};
+inline constexpr tc_tuning tc_tuning_sm80{{8, 0}, "none measured (sm_90 values)", 128, 8, 32, 0.02, 32, 192, 128, 2048};
 
 // The newest measured table not newer than `a` (a 10.0 part uses sm_90's); none below sm_80,
 // where the kernels do not run (can_implement refuses).
