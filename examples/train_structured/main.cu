@@ -315,18 +315,23 @@ struct inference_model {
     }
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
   }
+  basic_epilogue<float> epilogue(std::size_t l) const {
+    basic_epilogue<float> epi = relu[l] ? epilogue_relu<float>() : epilogue_none<float>();
+    epi.bias = bias[l].data();
+    return epi;
+  }
+  // Measures each layer's paths with its own epilogue (fused in sdnn's kernels, a pass after cuBLAS).
   void tune(cuda_exec exec, std::vector<std::int64_t> const& ns) {
-    for (auto& p : plans) p->tune(exec, ns);
+    for (std::size_t l = 0; l < plans.size(); ++l) plans[l]->tune(exec, ns, epilogue(l));
   }
   // logits (bf16, n x classes) of x (device, n x in); returns the last activation buffer.
   bf16 const* run(cuda_exec exec, bf16 const* x, std::int64_t n) const {
     bf16 const* in = x;
     for (std::size_t l = 0; l < plans.size(); ++l) {
       auto const& p = *plans[l];
-      basic_epilogue<float> epi = relu[l] ? epilogue_relu<float>(bias[l].data()) : epilogue_none<float>();
-      epi.bias = bias[l].data();
       plans[l]->run(exec, dense_view<bf16 const>{n, p.in_features(), p.in_features(), in},
-                    dense_view<bf16>{n, p.out_features(), p.out_features(), const_cast<bf16*>(act[l].data())}, epi);
+                    dense_view<bf16>{n, p.out_features(), p.out_features(), const_cast<bf16*>(act[l].data())},
+                    epilogue(l));
       in = act[l].data();
     }
     return in;

@@ -180,12 +180,15 @@ class tc_auto_linear_plan {
     run_path(p, exec, x, y, epi);
   }
 
-  // Measures every candidate path at each n in ns (each <= max_rows) on this plan's W: 2
-  // warm-up runs and the median of 7, each after an L2 flush, as the benchmark times them.
+  // Measures every candidate path at each n in ns (each <= max_rows) on this plan's W, with the
+  // epilogue the runs will use (epi.bias: device memory, M floats; the default: none): 2 warm-up
+  // runs and the median of 7, each after an L2 flush, as the benchmark times them. A fused
+  // epilogue is free in sdnn's kernels and a second pass after cuBLAS, so the winner can depend
+  // on it; the tuned choice (and the process-wide cache, keyed by structure and N) is for this one.
   // Synchronises exec.stream; allocates X, Y and a flush buffer for the duration; builds the
   // encodings it lacks (needs keep_host_copy, else measures the built paths only), then keeps
   // only the winners. The results also go to the process-wide cache.
-  void tune(cuda_exec exec, std::vector<std::int64_t> const& ns) {
+  void tune(cuda_exec exec, std::vector<std::int64_t> const& ns, basic_epilogue<float> const& epi = {}) {
     if (ns.empty()) return;
     for (auto n : ns)
       SDNN_EXPECTS(n >= 1 && n <= opt_.max_rows, "tc_auto_linear_plan::tune: N = ", n, " outside [1, max_rows = ",
@@ -209,9 +212,9 @@ class tc_auto_linear_plan {
         std::string line = "(median us:";
         for (int p = 0; p < policy::tc_path_count; ++p) {
           if (!(policy::tc_runnable(ready(n), n) & (1u << p))) continue;
-          for (int i = 0; i < 2; ++i) run_path(policy::tc_path(p), own, xv, yv, {});
+          for (int i = 0; i < 2; ++i) run_path(policy::tc_path(p), own, xv, yv, epi);
           std::vector<float> ms(7);
-          for (auto& t : ms) t = timer([&] { run_path(policy::tc_path(p), own, xv, yv, {}); });
+          for (auto& t : ms) t = timer([&] { run_path(policy::tc_path(p), own, xv, yv, epi); });
           std::nth_element(ms.begin(), ms.begin() + 3, ms.end());
           double const us = double(ms[3]) * 1e3;
           line += ::sdnn::detail::concat(" ", policy::tc_path_name(policy::tc_path(p)), " ", std::round(us * 10) / 10);
