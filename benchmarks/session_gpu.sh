@@ -92,6 +92,17 @@ if [ "${TRAIN:-0}" = 1 ]; then
   [ $trc = 0 ] || rc=1
   say "train_structured: rc=$trc in $(( $(date +%s) - t0 )) s; $(grep -E 'device training' "$OUT/train_structured.log")"
   ls -la "$B/models" >>"$OUT/train_structured.log" 2>&1
+  # the stop path: a NaN weight before step 70 must stop training naming step 70, exit 3, and
+  # leave the last good epoch's model readable
+  mkdir -p "$B/nan" && rm -f "$B/nan"/*.sdnn
+  timeout 120 "$tb/train_structured" --hidden 64 --epochs 2 --prune-epochs 1 --finetune-epochs 0 --structures blocks \
+    --sparsities 0.9 --bench-batches 0 --inject-nan-step 70 --model-dir "$B/nan" >"$OUT/train_nan.log" 2>&1
+  nrc=$?
+  if [ $nrc = 3 ] && grep -q "step 70 " "$OUT/train_nan.log" && [ -s "$B/nan/train_structured_checkpoint.sdnn" ]; then
+    say "NaN stop: exit 3, step 70 named, checkpoint written"
+  else
+    rc=1; say "NaN stop: FAILED (exit $nrc)"; tail -5 "$OUT/train_nan.log"
+  fi
   if [ "${TRAIN_HOST:-1}" = 1 ]; then
     timeout 600 "$tb/train_prune_quantize_host" --hidden 1024 --batch 128 --epochs 1 --finetune-epochs 0 --schedule 0.5 \
       >"$OUT/train_host.log" 2>&1 || rc=1

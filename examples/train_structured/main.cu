@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -42,6 +43,7 @@ struct options {
   std::vector<double> sparsities{0.75, 0.9, 0.95};
   std::vector<std::int64_t> bench_batches{1, 32, 1024};
   int reps = 30;
+  std::int64_t inject_nan_step = -1;  // a test of the stop path: a NaN weight before this step
   std::uint64_t seed = 1;
   double min_accuracy = 0;
   std::string data_dir = SDNN_EXAMPLE_DATA_DIR, model_dir = ".", json, markdown, commit = "unknown";
@@ -64,6 +66,9 @@ void usage() {
          "  --train N --test N      seeded split of the 10000 shipped digits (default 8000 / 2000)\n"
          "  --seed S                split, initialisation and batch order (default 1)\n"
          "  --min-accuracy A        exit 1 if a reported bf16 test accuracy is below A (default 0)\n"
+         "  --inject-nan-step S     puts a NaN into a weight before training step S, to test the stop:\n"
+         "                          the message names the step, the last good epoch's model is written\n"
+         "                          to MODEL_DIR/train_structured_checkpoint.sdnn, the exit status is 3\n"
          "  --data DIR --model-dir DIR --json FILE --markdown FILE --commit C\n";
 }
 
@@ -106,6 +111,7 @@ bool parse(int argc, char** argv, options& o) {
     else if (k == "--test") o.test = std::stoll(v);
     else if (k == "--seed") o.seed = std::stoull(v);
     else if (k == "--min-accuracy") o.min_accuracy = std::stod(v);
+    else if (k == "--inject-nan-step") o.inject_nan_step = std::stoll(v);
     else if (k == "--data") o.data_dir = v;
     else if (k == "--model-dir") o.model_dir = v;
     else if (k == "--json") o.json = v;
@@ -187,6 +193,7 @@ struct run_context {
   device_buffer<std::int32_t> yb;
   double device_epoch_seconds = 0;
   int device_epochs = 0;
+  std::int64_t steps = 0;  // training steps enqueued so far
 };
 
 // The model after the last epoch whose losses were all finite, written out if training stops.
@@ -205,6 +212,11 @@ train::mixed_stats train_epoch(train::mixed_mlp<bf16>& m, run_context& c) {
     dense_view<bf16> x{B, px, px, c.xb.data()};
     kernels::gather_rows<bf16, std::int32_t>(c.train.view16(), c.train.y.data(), c.order.data(), first, x,
                                              c.yb.data(), c.exec);
+    if (c.steps++ == c.o.inject_nan_step) {  // the stop path's test: one NaN weight
+      auto w = m.layer(0).weights(c.exec);
+      w(0, 0) = std::numeric_limits<float>::quiet_NaN();
+      m.layer(0).set_weights(c.exec, w.view(), {});
+    }
     m.train_step(c.exec, dense_view<bf16 const>(x), c.yb.data());
   }
   auto const s = m.take_stats(c.exec);  // synchronises; throws on a non-finite loss

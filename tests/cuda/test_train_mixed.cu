@@ -481,6 +481,9 @@ TEST_CASE("mixed training: bad arguments are refused before training", "[cuda][t
   device_buffer<std::int32_t> y(16, ex);
   REQUIRE(throws_with([&] { m.train_step(ex, dense_view<bf16 const>{16, 16, 16, x.data()}, y.data()); }, "max_batch"));
   REQUIRE_THROWS_AS(m.train_step(ex, dense_view<bf16 const>{4, 15, 15, x.data()}, y.data()), sdnn::dimension_mismatch);
+  sdnn_test::stream_guard other;  // the buffers are ordered on the model's stream: another is refused
+  REQUIRE(throws_with([&] { m.train_step(other.exec(), dense_view<bf16 const>{4, 16, 16, x.data()}, y.data()); },
+                      "another stream"));
   REQUIRE(throws_with([&] { train::check_options({1e-3, 0.0, 1.0}); }, "[0, 1)"));
 }
 

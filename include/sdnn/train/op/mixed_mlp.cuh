@@ -4,8 +4,9 @@
 // loss scale that lives on the device, SGD with momentum or Adam, a mask per layer that pruning
 // sets (the weight gradient of a 32 x 32 block mask is computed on the kept blocks only), and a
 // group-lasso penalty over any weight_groups. A training step is enqueued without a host round
-// trip; take_stats() is the one place that reads the device's bookkeeping back. Rules:
-// train/reference/mixed_precision.hpp; docs/train.md#mixed-precision-training-on-the-device.
+// trip; take_stats() is the one place that reads the device's bookkeeping back. Every call takes
+// the stream the object was made on (its buffers are stream-ordered there; another is refused).
+// Rules: train/mixed_precision.hpp; docs/train.md#mixed-precision-training-on-the-device.
 #pragma once
 
 #include <cublas_v2.h>
@@ -90,6 +91,15 @@ void gemm_f32(cuda_exec exec, bool ta, bool tb, std::int64_t m, std::int64_t n, 
                                  static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+// The stream an object was made on, which every later call must use.
+struct home_stream {
+  cudaStream_t s = nullptr;
+  void check(cuda_exec e, char const* who) const {
+    SDNN_EXPECTS(e.stream == s, who, ": called on another stream than the one it was made on (its buffers are "
+                 "stream-ordered there); use that stream or make the object on this one");
+  }
+};
+
 inline void zero(float* p, std::size_t n, cuda_exec exec) {
   if (n) SDNN_CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(float), exec.stream));
 }
@@ -117,7 +127,7 @@ class mixed_linear {
  public:
   // He-uniform weights from splitmix64(seed), zero bias.
   mixed_linear(std::int64_t in, std::int64_t out, bool relu, std::uint64_t seed, cuda_exec exec)
-      : in_(in), out_(out), relu_(relu) {
+      : in_(in), out_(out), relu_(relu), home_{exec.stream} {
     SDNN_EXPECTS(in >= 1 && out >= 1, "mixed_linear: the layer must be at least 1 x 1, got ", out, " x ", in);
     dense_matrix<float> w(out, in);
     detail::splitmix64 r{seed};
@@ -146,6 +156,7 @@ class mixed_linear {
   // New master weights (host, out x in) and bias (empty: keep); the mask still applies; the
   // optimizer's moments are kept.
   void set_weights(cuda_exec exec, dense_view<float const> w, std::vector<float> const& bias) {
+    home_.check(exec, "mixed_linear::set_weights");
     SDNN_EXPECTS_DIMS(w.rows == out_ && w.cols == in_, "mixed_linear::set_weights: W must be ", out_, " x ", in_,
                       ", got ", w.rows, " x ", w.cols);
     SDNN_EXPECTS_DIMS(bias.empty() || std::int64_t(bias.size()) == out_, "mixed_linear::set_weights: the bias has ",
@@ -165,6 +176,7 @@ class mixed_linear {
   // The master weights and bias on the host. Synchronises exec.stream.
   dense_matrix<float> weights(cuda_exec exec) const { return download(w_, exec); }
   std::vector<float> bias(cuda_exec exec) const {
+    home_.check(exec, "mixed_linear::bias");
     std::vector<float> b(static_cast<std::size_t>(out_));
     SDNN_CUDA_CHECK(cudaMemcpyAsync(b.data(), b_.data(), b.size() * sizeof(float), cudaMemcpyDeviceToHost, exec.stream));
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
@@ -173,6 +185,7 @@ class mixed_linear {
   // The last computed weight gradient (unscaled once a step has run it through the check). Synchronises.
   dense_matrix<float> weight_gradient(cuda_exec exec) const { return download(gw_, exec); }
   std::vector<float> bias_gradient(cuda_exec exec) const {
+    home_.check(exec, "mixed_linear::bias_gradient");
     std::vector<float> b(static_cast<std::size_t>(out_));
     SDNN_CUDA_CHECK(cudaMemcpyAsync(b.data(), gb_.data(), b.size() * sizeof(float), cudaMemcpyDeviceToHost, exec.stream));
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
@@ -185,6 +198,7 @@ class mixed_linear {
   // shapes allow it (T 16-bit; in, out and the batch multiples of 16), else as a dense product.
   void set_mask(cuda_exec exec, std::vector<std::uint8_t> const& mask, std::int32_t block_rows = 0,
                 std::int32_t block_cols = 0) {
+    home_.check(exec, "mixed_linear::set_mask");
     SDNN_EXPECTS(mask.empty() || std::int64_t(mask.size()) == out_ * in_, "mixed_linear::set_mask: the mask has ",
                  mask.size(), " entries, the layer ", out_, " x ", in_);
     mask_ = mask.empty() ? device_buffer<std::uint8_t>() : to_device(mask.data(), mask.size(), exec);
@@ -220,6 +234,7 @@ class mixed_linear {
 
   // A group-lasso term lambda * sum_g ||W_g|| added to the loss (lambda 0: none).
   void set_group_lasso(cuda_exec exec, weight_groups const& g, float lambda) {
+    home_.check(exec, "mixed_linear::set_group_lasso");
     SDNN_EXPECTS(std::isfinite(lambda) && lambda >= 0.0f, "mixed_linear::set_group_lasso: the penalty must be >= 0, got ",
                  lambda);
     SDNN_EXPECTS_DIMS(g.rows == out_ && g.cols == in_, "mixed_linear::set_group_lasso: the groups cover ", g.rows,
@@ -239,6 +254,7 @@ class mixed_linear {
   // P = X W^T (float), Y = act(P + b) as Out (T for a hidden layer, float for the logits).
   template <class Out>
   void forward(cuda_exec exec, dense_view<T const> x, dense_view<float> p, dense_view<Out> y) const {
+    home_.check(exec, "mixed_linear::forward");
     detail::gemm_f32<T>(exec, false, true, x.rows, out_, in_, x.data, x.ld, low_.data(), in_, p.data, p.ld);
     kernels::bias_act_forward<Out>(p, b_.data(), relu_, y, exec);
   }
@@ -248,6 +264,7 @@ class mixed_linear {
   // nullptr for a layer without activation).
   void backward(cuda_exec exec, dense_view<T const> x, T const* y, std::int64_t ldy, dense_view<float const> dy,
                 float const* scale, dense_view<T> dp, dense_view<float> dx) {
+    home_.check(exec, "mixed_linear::backward");
     kernels::act_backward<T, T>(dy, relu_ ? y : nullptr, ldy, scale, dp, gb_.data(), exec);
     dense_view<T const> const cdp = dp;
     if constexpr (!std::is_same_v<T, float>) {
@@ -283,6 +300,7 @@ class mixed_linear {
     detail::gemm_f32<T>(exec, true, false, out_, in_, x.rows, dp.data, dp.ld, x.data, x.ld, gw_.data(), in_);
   }
   dense_matrix<float> download(device_buffer<float> const& d, cuda_exec exec) const {
+    home_.check(exec, "mixed_linear");
     dense_matrix<float> h(out_, in_);
     SDNN_CUDA_CHECK(
         cudaMemcpyAsync(h.view().data, d.data(), d.size() * sizeof(float), cudaMemcpyDeviceToHost, exec.stream));
@@ -300,6 +318,7 @@ class mixed_linear {
   device_buffer<std::int64_t> gptr_, gidx_;
   std::int64_t groups_ = 0;
   float lambda_ = 0.0f;
+  detail::home_stream home_;
 };
 
 // A chain of mixed_linear layers (ReLU after every one but the last) trained with mean
@@ -309,7 +328,7 @@ class mixed_mlp {
  public:
   // widths: in, hidden..., classes (at least two entries). Layer l is seeded with seed + l.
   mixed_mlp(std::vector<std::int64_t> const& widths, std::uint64_t seed, mixed_options const& opt, cuda_exec exec)
-      : opt_(opt) {
+      : opt_(opt), home_{exec.stream} {
     SDNN_EXPECTS(widths.size() >= 2, "mixed_mlp: need an input width and at least one layer, got ", widths.size(),
                  " widths");
     SDNN_EXPECTS(opt.max_batch >= 1, "mixed_mlp: max_batch must be >= 1, got ", opt.max_batch);
@@ -350,6 +369,7 @@ class mixed_mlp {
   // Forward, loss and backward of one batch (x: device, B x in with B <= max_batch; labels:
   // device int32 [B]); the gradients are unscaled and checked, the penalties added. Enqueued.
   void compute_gradients(cuda_exec exec, dense_view<T const> x, std::int32_t const* labels) {
+    home_.check(exec, "mixed_mlp::compute_gradients");
     std::int64_t const B = check_batch(x);
     logits(exec, x);
     dense_view<float> dlog{B, classes(), classes(), logits_.data()};  // dlogits overwrite the logits
@@ -373,6 +393,7 @@ class mixed_mlp {
   // The optimizer step of the gradients compute_gradients left (skipped on a non-finite one),
   // then the loss-scale update. Enqueued.
   void apply_step(cuda_exec exec) {
+    home_.check(exec, "mixed_mlp::apply_step");
     for (auto& L : layers_) L.step(exec, opt_.optimizer, state_.data());
     kernels::finish_step(state_.data(), opt_.loss_scale, opt_.optimizer, exec);
   }
@@ -384,6 +405,7 @@ class mixed_mlp {
 
   // The logits (float, B x classes, device) of a batch; valid until the next call.
   dense_view<float const> logits(cuda_exec exec, dense_view<T const> x) {
+    home_.check(exec, "mixed_mlp::logits");
     std::int64_t const B = check_batch(x);
     for (std::size_t l = 0; l < layers_.size(); ++l) {
       auto const& L = layers_[l];
@@ -407,6 +429,7 @@ class mixed_mlp {
   // How many of the n rows of data (device, n x in) are classified as their label, in batches
   // of max_batch. Synchronises.
   std::int64_t count_correct(cuda_exec exec, dense_view<T const> data, std::int32_t const* labels) {
+    home_.check(exec, "mixed_mlp::count_correct");
     SDNN_CUDA_CHECK(cudaMemsetAsync(correct_.data(), 0, sizeof(unsigned long long), exec.stream));
     for (std::int64_t r = 0; r < data.rows; r += opt_.max_batch) {
       std::int64_t const b = std::min(opt_.max_batch, data.rows - r);
@@ -422,6 +445,7 @@ class mixed_mlp {
   // The bookkeeping since the previous call (the loss mean restarts). Throws nonfinite_loss,
   // naming the step, if a loss since the model's start was NaN or Inf. Synchronises.
   mixed_stats take_stats(cuda_exec exec) {
+    home_.check(exec, "mixed_mlp::take_stats");
     step_state s;
     SDNN_CUDA_CHECK(cudaMemcpyAsync(&s, state_.data(), sizeof(s), cudaMemcpyDeviceToHost, exec.stream));
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
@@ -471,6 +495,7 @@ class mixed_mlp {
   device_buffer<double> loss_;
   device_buffer<unsigned long long> bad_row_, correct_;
   device_buffer<step_state> state_;
+  detail::home_stream home_;
 };
 
 }  // namespace sdnn::train
