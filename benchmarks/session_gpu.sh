@@ -86,7 +86,8 @@ if [ "${TRAIN:-0}" = 1 ]; then
   read -r -a args <<<"${TRAIN_ARGS:-}"
   mkdir -p "$B/models"
   t0=$(date +%s)
-  timeout "${BENCH_TIMEOUT:-400}" "$tb/train_structured" --model-dir "$B/models" --json "$OUT/train_structured.json" \
+  timeout "${BENCH_TIMEOUT:-400}" "$tb/train_structured" --data "$SDNN_ROOT/tests/data" --model-dir "$B/models" \
+    --json "$OUT/train_structured.json" \
     --markdown "$OUT/train_structured.md" --commit "${SDNN_COMMIT:-unknown}" "${args[@]}" >"$OUT/train_structured.log" 2>&1
   trc=$?
   [ $trc = 0 ] || rc=1
@@ -95,7 +96,7 @@ if [ "${TRAIN:-0}" = 1 ]; then
   # the stop path: a NaN weight before step 70 must stop training naming step 70, exit 3, and
   # leave the last good epoch's model readable
   mkdir -p "$B/nan" && rm -f "$B/nan"/*.sdnn
-  timeout 120 "$tb/train_structured" --hidden 64 --epochs 2 --prune-epochs 1 --finetune-epochs 0 --structures blocks \
+  timeout 120 "$tb/train_structured" --data "$SDNN_ROOT/tests/data" --hidden 64 --epochs 2 --prune-epochs 1 --finetune-epochs 0 --structures blocks \
     --sparsities 0.9 --bench-batches 0 --inject-nan-step 70 --model-dir "$B/nan" >"$OUT/train_nan.log" 2>&1
   nrc=$?
   if [ $nrc = 3 ] && grep -q "step 70 " "$OUT/train_nan.log" && [ -s "$B/nan/train_structured_checkpoint.sdnn" ]; then
@@ -104,7 +105,7 @@ if [ "${TRAIN:-0}" = 1 ]; then
     rc=1; say "NaN stop: FAILED (exit $nrc)"; tail -5 "$OUT/train_nan.log"
   fi
   if [ "${TRAIN_HOST:-1}" = 1 ]; then
-    timeout 600 "$tb/train_prune_quantize_host" --hidden 1024 --batch 128 --epochs 1 --finetune-epochs 0 --schedule 0.5 \
+    timeout 600 "$tb/train_prune_quantize_host" --data "$SDNN_ROOT/tests/data" --hidden 1024 --batch 128 --epochs 1 --finetune-epochs 0 --schedule 0.5 \
       >"$OUT/train_host.log" 2>&1 || rc=1
     say "host path: $(grep -E '^dense epoch' "$OUT/train_host.log")"
   fi

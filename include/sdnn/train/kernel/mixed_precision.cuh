@@ -174,7 +174,10 @@ void block_sddmm(dense_view<T const> x, dense_view<T const> dp, std::int32_t con
 
 // g[e] = g[e] * st->inv_scale; any non-finite result sets st->found_inf (every writer stores
 // the same 1: the outcome does not depend on the schedule).
-__global__ void unscale_check_kernel(float* g, std::int64_t n, train::step_state* st) {
+// (Every kernel here is a template, so that each translation unit including this header gets
+// its own instance rather than a second definition.)
+template <class State>
+__global__ void unscale_check_kernel(float* g, std::int64_t n, State* st) {
   float const inv = st->inv_scale;
   bool bad = false;
   for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < n;
@@ -188,32 +191,33 @@ __global__ void unscale_check_kernel(float* g, std::int64_t n, train::step_state
 
 inline void unscale_check(float* g, std::int64_t n, train::step_state* st, cuda_exec exec) {
   if (n <= 0) return;
-  unscale_check_kernel<<<mixed_detail::grid_for(n, mixed_detail::threads), mixed_detail::threads, 0, exec.stream>>>(
-      g, n, st);
+  unscale_check_kernel<train::step_state>
+      <<<mixed_detail::grid_for(n, mixed_detail::threads), mixed_detail::threads, 0, exec.stream>>>(g, n, st);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 
 // After every parameter's step: the loss-scale update and the step counters
 // (train::finish_step's rule).
-__global__ void finish_step_kernel(train::step_state* st, train::loss_scale_rule rule,
-                                   train::optimizer_rule opt) {
+template <class State>
+__global__ void finish_step_kernel(State* st, train::loss_scale_rule rule, train::optimizer_rule opt) {
   train::finish_step(*st, rule, opt);
 }
 
 inline void finish_step(train::step_state* st, train::loss_scale_rule const& rule,
                         train::optimizer_rule const& opt, cuda_exec exec) {
-  finish_step_kernel<<<1, 1, 0, exec.stream>>>(st, rule, opt);
+  finish_step_kernel<train::step_state><<<1, 1, 0, exec.stream>>>(st, rule, opt);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 
 // Records one step's loss (a device double): adds it to st->loss_sum and, when it is not
 // finite and none was before, st->first_bad_step = st->iteration.
-__global__ void track_loss_kernel(double const* loss, train::step_state* st) {
+template <class State>
+__global__ void track_loss_kernel(double const* loss, State* st) {
   train::track_loss(*st, *loss);
 }
 
 inline void track_loss(double const* loss, train::step_state* st, cuda_exec exec) {
-  track_loss_kernel<<<1, 1, 0, exec.stream>>>(loss, st);
+  track_loss_kernel<train::step_state><<<1, 1, 0, exec.stream>>>(loss, st);
   SDNN_CUDA_CHECK_LAUNCH();
 }
 
@@ -222,9 +226,9 @@ inline void track_loss(double const* loss, train::step_state* st, cuda_exec exec
 // One block per group g (grid-strided): norm = sqrt(sum of w[idx]^2) (per-thread strided
 // partials, then block_sum: deterministic, not the host's serial order), then
 // grad[idx] += lambda * (w[idx] / norm) where norm > 0. Skipped when st->found_inf.
+template <class State>
 __global__ void group_lasso_grad_kernel(float const* w, std::int64_t const* ptr, std::int64_t const* idx,
-                                        std::int64_t groups, float lambda, float* grad,
-                                        train::step_state const* st) {
+                                        std::int64_t groups, float lambda, float* grad, State const* st) {
   __shared__ float scratch[32];
   if (st->found_inf) return;
   for (std::int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
@@ -245,7 +249,8 @@ __global__ void group_lasso_grad_kernel(float const* w, std::int64_t const* ptr,
 inline void group_lasso_grad(float const* w, std::int64_t const* ptr, std::int64_t const* idx, std::int64_t groups,
                              float lambda, float* grad, train::step_state const* st, cuda_exec exec) {
   if (groups <= 0 || lambda == 0.0f) return;
-  group_lasso_grad_kernel<<<mixed_detail::grid_for(groups, 1), mixed_detail::threads, 0, exec.stream>>>(
+  group_lasso_grad_kernel<train::step_state><<<mixed_detail::grid_for(groups, 1), mixed_detail::threads, 0,
+                                               exec.stream>>>(
       w, ptr, idx, groups, lambda, grad, st);
   SDNN_CUDA_CHECK_LAUNCH();
 }
