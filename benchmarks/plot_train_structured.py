@@ -35,7 +35,7 @@ def main(argv):
     ax1.set_xticklabels(names, rotation=30, ha="right")
     ax1.set_ylabel("test accuracy (%)")
     ax1.set_title("MNIST test accuracy (%d train / %d test digits)" % (r["train"], r["test"]))
-    ax1.legend(loc="lower left", fontsize=8)
+    ax1.legend(loc="upper right", fontsize=8)
 
     batches = [p["batch"] for p in models[0]["inference"]]
     wb = 0.8 / max(1, len(batches))
