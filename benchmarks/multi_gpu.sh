@@ -5,7 +5,8 @@
 # in contiguous blocks balanced by nonzeros), checks the categories agree, and writes
 # JSON lines + a table + a PNG (benchmarks/multi_gpu.py).
 #   benchmarks/multi_gpu.sh BUILD_DIR OUT_DIR
-# env: CONFIGS (N:L list, default "1024:120 16384:1920 65536:1920"), RANKS (default "2"),
+# 1024 x L with L <= 120 runs the official layers (graph_challenge bench's default there).
+# env: CONFIGS (N:L list, default "1024:120 16384:1920 65536:1920"), RANKS (default "2"; "2 4" on 4 GPUs),
 #      POLICY (default depth_first), REPS (default 5), TIMEOUT (s per run, default 400),
 #      JOBS (build jobs, default 32), ARCH (default 90), SKIP_BUILD=1 (reuse a built graph_challenge).
 set -uo pipefail
