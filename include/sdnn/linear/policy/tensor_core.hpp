@@ -121,13 +121,14 @@ struct tc_tuning {
 // 2026-11-26, bench_linear_tc --shape=direct against the automatic shapes, 32 x 32 blocks at
 // 75/90/95 %, W 1024x784, 1024x1024, 4096^2, 11008x4096, N 1..2048
 // (benchmarks/results/tc_direct_NVIDIA-H100_2026-11-26.jsonl):
-//   direct_n_max = 128: the direct kernel was as fast or faster at every N <= 128 (11008 x 4096
-//     at 90 %: 11.3 / 18.0 / 35.1 us at N = 1 / 32 / 128 against the streaming and small shapes'
-//     18.1 / 27.6 / 42.1); from N = 512 on the big shapes the pipelined large tile wins (N = 1024:
-//     165.6 against 154.5 us).
+//   direct_n_max = 128: the direct kernel was the fastest block shape at every N <= 32 and on the
+//     big shapes at N = 128 (11008 x 4096 at 90 %: 11.2 / 16.8 / 34.2 us at N = 1 / 32 / 128
+//     against the streaming kernel's 18.1 / 27.5 and the small tile's 42.4); on the 1024-wide
+//     layers at N = 128 the small tile is 10-20 % faster, but cuBLAS beats both there. From
+//     N = 512 on the big shapes the pipelined large tile wins (N = 1024: 160.3 against 155.0 us).
 //   direct_work_max = 2048 blocks x 128-row tiles: the small layers, where the pipelined kernels'
-//     fixed cost is the whole run (1024 x 1024 at 90 %, N = 1024: 14.3 us direct, 21.7 the large
-//     tile in the same session's tune()).
+//     fixed cost is the whole run (1024 x 1024 at 90 %, N = 1024: 13.5 us direct, 16.0 the small
+//     tile, 19.5 the large).
 inline constexpr tc_tuning tc_tuning_sm90{{9, 0}, "NVIDIA H100 80GB HBM3 (2026-11-25)", 128, 8, 32, 0.02, 32, 192, 128, 2048};
 // sm_80 and sm_8x: nothing measured; sm_90's values.
 inline constexpr tc_tuning tc_tuning_sm80{{8, 0}, "none measured (sm_90 values)", 128, 8, 32, 0.02, 32, 192, 128, 2048};
