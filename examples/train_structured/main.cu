@@ -637,12 +637,18 @@ int run(options const& o, cuda_exec exec) {
     if (r.acc_bf16 < o.min_accuracy) below = true;
   }
   js << "  ]\n}\n";
-  md << "\nEvery model runs through the automatic plans, tuned with its epilogue at these batches. Dense "
-        "baseline per batch: the faster of the dense model through the plans restricted to cuBLAS (";
-  for (std::size_t k = 0; k < dense_ms.size(); ++k) md << (k ? ", " : "") << "b" << dense_ms[k].first << " " << dense_ms[k].second << " ms";
-  md << ") and through cuBLASLt with bias + ReLU fused (";
-  for (std::size_t k = 0; k < dense_lt_ms.size(); ++k) md << (k ? ", " : "") << "b" << dense_lt_ms[k].first << " " << dense_lt_ms[k].second << " ms";
-  md << "). Device training: " << epoch_s * 1e3 << " ms per epoch.\n";
+  md << "\n";
+  if (!o.bench_batches.empty()) {
+    md << "Every model runs through the automatic plans, tuned with its epilogue at these batches. Dense "
+          "baseline per batch: the faster of the dense model through the plans restricted to cuBLAS (";
+    for (std::size_t k = 0; k < dense_ms.size(); ++k)
+      md << (k ? ", " : "") << "b" << dense_ms[k].first << " " << dense_ms[k].second << " ms";
+    md << ") and through cuBLASLt with bias + ReLU fused (";
+    for (std::size_t k = 0; k < dense_lt_ms.size(); ++k)
+      md << (k ? ", " : "") << "b" << dense_lt_ms[k].first << " " << dense_lt_ms[k].second << " ms";
+    md << "). ";
+  }
+  md << "Device training: " << epoch_s * 1e3 << " ms per epoch.\n";
   std::cout << "\n" << md.str();
   for (std::size_t i = 0; i < results.size(); ++i)
     for (std::size_t k = 0; k < results[i].paths.size(); ++k)
