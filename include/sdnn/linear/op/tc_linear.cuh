@@ -477,16 +477,11 @@ class tc_linear_plan {
     else if (n <= 32) f(kernels::tc_direct_tile<1, 4, 4>{});
     else f(kernels::tc_direct_tile<4, 2, 4>{});
   }
-  template <class Out>
-  void run_direct(launch_shape const& s, cuda_exec exec, dense_view<T const> x, dense_view<Out> y,
-                  basic_epilogue<float> const& epi) const {
-    SDNN_EXPECTS(s.ntiles <= 65535, name(), ": ", x.rows, " rows need ", s.ntiles, " batch tiles of ", s.bn,
-                 ", more than a grid's 65535");
-    auto const v = bsr_.view();
-    kernels::tc_direct_params<T> p{};
-    p.row_ptr = v.row_ptr;
-    p.col_idx = v.col_idx;
-    p.values = v.values;
+
+  // The fields the direct and the streaming kernels' parameters share: X (read as 32-bit pairs
+  // where its address, ld and K allow), Y, the extents and the epilogue.
+  template <class P, class Out>
+  void set_row_operands(P& p, dense_view<T const> x, dense_view<Out> y, basic_epilogue<float> const& epi) const {
     p.x = x.data;
     p.ldx = x.ld;
     p.x_pair = reinterpret_cast<std::uintptr_t>(x.data) % 4 == 0 && x.ld % 2 == 0 && k_ % 2 == 0;
@@ -497,6 +492,18 @@ class tc_linear_plan {
     p.N = static_cast<std::int32_t>(x.rows);
     p.K = k_;
     p.epi = epi;
+  }
+  template <class Out>
+  void run_direct(launch_shape const& s, cuda_exec exec, dense_view<T const> x, dense_view<Out> y,
+                  basic_epilogue<float> const& epi) const {
+    SDNN_EXPECTS(s.ntiles <= 65535, name(), ": ", x.rows, " rows need ", s.ntiles, " batch tiles of ", s.bn,
+                 ", more than a grid's 65535");
+    auto const v = bsr_.view();
+    kernels::tc_direct_params<T> p{};
+    p.row_ptr = v.row_ptr;
+    p.col_idx = v.col_idx;
+    p.values = v.values;
+    set_row_operands(p, x, y, epi);
     with_direct_cfg(x.rows, [&](auto cfg_tag) {
       using Cfg = decltype(cfg_tag);
       dim3 const grid(static_cast<unsigned>(s.panels), static_cast<unsigned>(s.ntiles));
@@ -513,16 +520,7 @@ class tc_linear_plan {
       using Src = decltype(src);
       kernels::tc_stream_params<T, Src> p{};
       p.src = src;
-      p.x = x.data;
-      p.ldx = x.ld;
-      p.x_pair = reinterpret_cast<std::uintptr_t>(x.data) % 4 == 0 && x.ld % 2 == 0 && k_ % 2 == 0;
-      p.y = y.data;
-      p.ldy = y.ld;
-      p.y_float = std::is_same_v<Out, float>;
-      p.M = m_;
-      p.N = static_cast<std::int32_t>(x.rows);
-      p.K = k_;
-      p.epi = epi;
+      set_row_operands(p, x, y, epi);
       p.panels = sched_.panels;
       p.passes = s.passes;
       p.sched = sched_dev_.data();

@@ -17,6 +17,7 @@
 
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/exec.hpp"
+#include "sdnn/core/numeric.cuh"
 #include "sdnn/core/numeric.hpp"
 #include "sdnn/core/types.hpp"
 #include "sdnn/formats/dense.hpp"
@@ -32,27 +33,6 @@ inline unsigned grid_for(std::int64_t n, int per_block) {
   std::int64_t const b = (n + per_block - 1) / per_block;
   return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 ? 65535 : b));
 }
-
-template <class T>
-__device__ inline float to_f(T v) {
-  return value_cast<float>(v);
-}
-template <class T>
-__device__ inline T from_f(float v) {
-  return value_cast<T>(v);
-}
-
-// The CUDA type wmma knows for sdnn's 16-bit storage types (same bits).
-template <class T>
-struct wmma_type;
-template <>
-struct wmma_type<bf16> {
-  using type = __nv_bfloat16;
-};
-template <>
-struct wmma_type<fp16> {
-  using type = __half;
-};
 
 // Sum of one value per thread over the block (blockDim.x a multiple of 32, <= 1024): a fixed
 // shuffle tree per warp, then warp 0 over the warp sums. Deterministic. Every thread gets it.
@@ -82,7 +62,7 @@ __global__ void bias_act_forward_kernel(dense_view<float const> p, float const* 
     float a = p(r, j);
     if (bias) a = __fadd_rn(a, bias[j]);
     if (relu && a <= 0.0f) a = 0.0f;  // NaN stays NaN
-    y(r, j) = mixed_detail::from_f<Out>(a);
+    y(r, j) = value_cast<Out>(a);
   }
 }
 
@@ -109,8 +89,8 @@ __global__ void act_backward_kernel(dense_view<float const> dy, Y const* y, std:
     float sum = 0.0f;
     for (std::int64_t r = 0; r < dy.rows; ++r) {
       float g = scale ? __fmul_rn(dy(r, j), s) : dy(r, j);
-      if (y && !(mixed_detail::to_f(y[r * ldy + j]) > 0.0f)) g = 0.0f;
-      dp(r, j) = mixed_detail::from_f<T>(g);
+      if (y && !(value_cast<float>(y[r * ldy + j]) > 0.0f)) g = 0.0f;
+      dp(r, j) = value_cast<T>(g);
       sum = __fadd_rn(sum, g);
     }
     if (dbias) dbias[j] = sum;
@@ -140,7 +120,7 @@ __global__ void __launch_bounds__(128) block_sddmm_kernel(dense_view<T const> x,
                                                           float* dw, std::int64_t ldw, std::int64_t out,
                                                           std::int64_t in) {
   using namespace nvcuda;
-  using W = typename mixed_detail::wmma_type<T>::type;
+  using W = native_t<T>;  // the CUDA type wmma knows, with T's bits
   std::int32_t const b = blocks[blockIdx.x];
   int const warp = threadIdx.x >> 5;
   std::int64_t const o0 = std::int64_t(b / block_cols) * 32 + (warp >> 1) * 16;
@@ -150,8 +130,8 @@ __global__ void __launch_bounds__(128) block_sddmm_kernel(dense_view<T const> x,
   wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::row_major> bm;  // X: (r, i) at x[r * ld + i]
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
   wmma::fill_fragment(acc, 0.0f);
-  auto const* pa = reinterpret_cast<W const*>(dp.data);
-  auto const* pb = reinterpret_cast<W const*>(x.data);
+  W const* pa = to_native(dp.data);
+  W const* pb = to_native(x.data);
   for (std::int64_t r = 0; r < x.rows; r += 16) {
     wmma::load_matrix_sync(a, pa + r * dp.ld + o0, static_cast<unsigned>(dp.ld));
     wmma::load_matrix_sync(bm, pb + r * x.ld + i0, static_cast<unsigned>(x.ld));
@@ -272,7 +252,7 @@ __global__ void optimizer_step_kernel(float* w, float const* g, float* m, float*
     w[e] = we;
     if (m) m[e] = me;
     if (v) v[e] = ve;
-    if (low) low[e] = mixed_detail::from_f<Low>(we);
+    if (low) low[e] = value_cast<Low>(we);
   }
 }
 
@@ -292,7 +272,7 @@ __global__ void mask_and_round_kernel(float* w, std::uint8_t const* mask, Low* l
   for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < n;
        e += std::int64_t(gridDim.x) * blockDim.x) {
     if (mask && !mask[e]) w[e] = 0.0f;
-    if (low) low[e] = mixed_detail::from_f<Low>(w[e]);
+    if (low) low[e] = value_cast<Low>(w[e]);
   }
 }
 

@@ -175,21 +175,11 @@ class mixed_linear {
 
   // The master weights and bias on the host. Synchronises exec.stream.
   dense_matrix<float> weights(cuda_exec exec) const { return download(w_, exec); }
-  std::vector<float> bias(cuda_exec exec) const {
-    home_.check(exec, "mixed_linear::bias");
-    std::vector<float> b(static_cast<std::size_t>(out_));
-    SDNN_CUDA_CHECK(cudaMemcpyAsync(b.data(), b_.data(), b.size() * sizeof(float), cudaMemcpyDeviceToHost, exec.stream));
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
-    return b;
-  }
+  std::vector<float> bias(cuda_exec exec) const { return download_vector(b_, exec, "mixed_linear::bias"); }
   // The last computed weight gradient (unscaled once a step has run it through the check). Synchronises.
   dense_matrix<float> weight_gradient(cuda_exec exec) const { return download(gw_, exec); }
   std::vector<float> bias_gradient(cuda_exec exec) const {
-    home_.check(exec, "mixed_linear::bias_gradient");
-    std::vector<float> b(static_cast<std::size_t>(out_));
-    SDNN_CUDA_CHECK(cudaMemcpyAsync(b.data(), gb_.data(), b.size() * sizeof(float), cudaMemcpyDeviceToHost, exec.stream));
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
-    return b;
+    return download_vector(gb_, exec, "mixed_linear::bias_gradient");
   }
 
   // Keep only the weights where mask[i * in + j] != 0 (empty: all of them). Masked weights are
@@ -298,6 +288,13 @@ class mixed_linear {
   void dense_dw(cuda_exec exec, dense_view<T const> x, dense_view<T const> dp) {
     // dW (out x in) = dP^T X: A = dP stored (B x out) transposed, B = X (B x in).
     detail::gemm_f32<T>(exec, true, false, out_, in_, x.rows, dp.data, dp.ld, x.data, x.ld, gw_.data(), in_);
+  }
+  std::vector<float> download_vector(device_buffer<float> const& d, cuda_exec exec, char const* who) const {
+    home_.check(exec, who);
+    std::vector<float> h(d.size());
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(h.data(), d.data(), h.size() * sizeof(float), cudaMemcpyDeviceToHost, exec.stream));
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+    return h;
   }
   dense_matrix<float> download(device_buffer<float> const& d, cuda_exec exec) const {
     home_.check(exec, "mixed_linear");
