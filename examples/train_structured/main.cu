@@ -230,14 +230,10 @@ double accuracy16(train::mixed_mlp<bf16>& m, device_set const& d, cuda_exec exec
   return double(m.count_correct(exec, d.view16(), d.y.data())) / double(d.n);
 }
 
-// Test accuracy of host weights through a float network (float activations): `float` with the
-// master weights, `int8` with per-row symmetric int8 weights (scale max|w| / 127).
-double accuracy32(host_model const& h, device_set const& d, std::vector<std::int64_t> const& widths, bool int8,
-                  cuda_exec exec) {
-  train::mixed_options mo;
-  mo.max_batch = 1000;
-  mo.loss_scale = {false, 1.0f};
-  train::mixed_mlp<float> f(widths, 1, mo, exec);
+// Test accuracy of host weights through a float network f (float activations; its weights are
+// replaced): `float` with the master weights, `int8` with per-row symmetric int8 weights (scale
+// max|w| / 127).
+double accuracy32(train::mixed_mlp<float>& f, host_model const& h, device_set const& d, bool int8, cuda_exec exec) {
   for (std::size_t l = 0; l < h.w.size(); ++l) {
     dense_matrix<float> w(h.w[l].rows(), h.w[l].cols());
     for (std::int64_t i = 0; i < w.rows(); ++i) {
@@ -301,6 +297,14 @@ io::sparse_model to_file_model(host_model const& h, std::string const& structure
   return m;
 }
 
+// A file's weights (already bf16 values, held as floats) as a bf16 matrix for the plans.
+dense_matrix<bf16> to_bf16(dense_matrix<float> const& w) {
+  dense_matrix<bf16> out(w.rows(), w.cols());
+  for (std::int64_t i = 0; i < w.rows(); ++i)
+    for (std::int64_t j = 0; j < w.cols(); ++j) out(i, j) = bf16(w(i, j));
+  return out;
+}
+
 // The loaded model as a chain of automatic plans (bf16, bias and ReLU in the plans' epilogue);
 // dense_only restricts every plan to cuBLAS.
 struct inference_model {
@@ -313,14 +317,11 @@ struct inference_model {
   inference_model(io::sparse_model const& m, std::int64_t max_rows_, bool dense_only, cuda_exec exec)
       : max_rows(max_rows_) {
     for (auto const& L : m.layers) {
-      dense_matrix<bf16> w(L.w.rows(), L.w.cols());
-      for (std::int64_t i = 0; i < w.rows(); ++i)
-        for (std::int64_t j = 0; j < w.cols(); ++j) w(i, j) = bf16(L.w(i, j));
+      dense_matrix<bf16> const w = to_bf16(L.w);
       ops::tc_auto_options opt;
       opt.max_rows = max_rows;
       if (dense_only) opt.allowed = 1u << int(policy::tc_path::cublas_dense);
-      dense_matrix<bf16> const& cw = w;
-      plans.push_back(std::make_unique<ops::tc_auto_linear_plan<bf16, bf16>>(cw.view(), exec, opt));
+      plans.push_back(std::make_unique<ops::tc_auto_linear_plan<bf16, bf16>>(w.view(), exec, opt));
       bias.push_back(to_device(L.bias.data(), L.bias.size(), exec));
       relu.push_back(L.activation == io::model_activation::relu);
       act.emplace_back(static_cast<std::size_t>(max_rows * L.w.rows()), exec);
@@ -364,23 +365,17 @@ struct lt_model {
   lt_model(io::sparse_model const& m, std::int64_t n, cuda_exec exec) {
     for (std::size_t l = 0; l + 1 < m.layers.size(); ++l) {
       auto const& L = m.layers[l];
-      dense_matrix<bf16> w(L.w.rows(), L.w.cols());
-      for (std::int64_t i = 0; i < w.rows(); ++i)
-        for (std::int64_t j = 0; j < w.cols(); ++j) w(i, j) = bf16(L.w(i, j));
-      dense_matrix<bf16> const& cw = w;
-      hidden.push_back(std::make_unique<vendor::cublaslt_linear16<bf16>>(n, L.w.rows(), L.w.cols(), cw.view(), L.bias,
+      dense_matrix<bf16> const w = to_bf16(L.w);
+      hidden.push_back(std::make_unique<vendor::cublaslt_linear16<bf16>>(n, L.w.rows(), L.w.cols(), w.view(), L.bias,
                                                                         true, exec));
       act.emplace_back(static_cast<std::size_t>(n * L.w.rows()), exec);
     }
     auto const& L = m.layers.back();
-    dense_matrix<bf16> w(L.w.rows(), L.w.cols());
-    for (std::int64_t i = 0; i < w.rows(); ++i)
-      for (std::int64_t j = 0; j < w.cols(); ++j) w(i, j) = bf16(L.w(i, j));
+    dense_matrix<bf16> const w = to_bf16(L.w);
     ops::tc_auto_options opt;
     opt.max_rows = n;
     opt.allowed = 1u << int(policy::tc_path::cublas_dense);
-    dense_matrix<bf16> const& cw = w;
-    last = std::make_unique<ops::tc_auto_linear_plan<bf16, bf16>>(cw.view(), exec, opt);
+    last = std::make_unique<ops::tc_auto_linear_plan<bf16, bf16>>(w.view(), exec, opt);
     last_bias = to_device(L.bias.data(), L.bias.size(), exec);
     act.emplace_back(static_cast<std::size_t>(n * L.w.rows()), exec);
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
@@ -494,6 +489,10 @@ int run(options const& o, cuda_exec exec) {
   mo.max_batch = std::max<std::int64_t>(o.batch, 1000);
   mo.optimizer.lr = o.lr;
   train::mixed_mlp<bf16> net(widths, o.seed, mo, exec);
+  train::mixed_options mo32;  // the float network the float and int8 accuracies are measured on
+  mo32.max_batch = 1000;
+  mo32.loss_scale = {false, 1.0f};
+  train::mixed_mlp<float> eval32(widths, 1, mo32, exec);
 
   std::vector<result> results;
   auto const t_dense = std::chrono::steady_clock::now();
@@ -508,8 +507,8 @@ int run(options const& o, cuda_exec exec) {
     r.name = "dense";
     r.structure = "dense";
     r.acc_bf16 = accuracy16(net, test, exec);
-    r.acc_f32 = accuracy32(dense, test, widths, false, exec);
-    r.acc_int8 = accuracy32(dense, test, widths, true, exec);
+    r.acc_f32 = accuracy32(eval32, dense, test, false, exec);
+    r.acc_int8 = accuracy32(eval32, dense, test, true, exec);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_dense).count();
     results.push_back(r);
   }
@@ -549,8 +548,8 @@ int run(options const& o, cuda_exec exec) {
       r.name = st + (st == "sparse24" ? std::string("") : " " + std::to_string(int(std::lround(target * 100))) + "%");
       r.sparsity = hidden_sparsity(h);
       r.acc_bf16 = accuracy16(net, test, exec);
-      r.acc_f32 = accuracy32(h, test, widths, false, exec);
-      r.acc_int8 = accuracy32(h, test, widths, true, exec);
+      r.acc_f32 = accuracy32(eval32, h, test, false, exec);
+      r.acc_int8 = accuracy32(eval32, h, test, true, exec);
       r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::printf("%-18s hidden sparsity %.4f: test float %.4f bf16 %.4f int8 %.4f (fine-tune loss %.4f, %.1f s)\n",
                   r.name.c_str(), r.sparsity, r.acc_f32, r.acc_bf16, r.acc_int8, last.mean_loss, r.seconds);
