@@ -77,32 +77,70 @@ void bias_act_forward(dense_view<float const> p, float const* bias, bool relu, d
 
 // ---- activation backward + bias gradient ---------------------------------------------------
 
-// One thread per column j walks the rows r ascending: g = dy(r, j) * (*scale) (scale nullptr:
-// 1), zeroed where relu and y(r, j) <= 0 (y: the stored activation; nullptr: no activation);
-// dp(r, j) = T(g); dbias[j] = the float sum of g over r. Bitwise train::reference::act_backward.
+// Rows are taken in chunks of act_backward_chunk: one thread per (column j, chunk) walks its rows
+// ascending: g = dy(r, j) * (*scale) (scale nullptr: 1), zeroed where relu and y(r, j) <= 0 (y: the
+// stored activation; nullptr: no activation); dp(r, j) = T(g); the chunk's float sum of g goes to
+// dbias[j] (one chunk) or to partial[chunk * cols + j], which a second pass adds in chunk order.
+// Bitwise train::reference::act_backward.
+inline constexpr std::int64_t act_backward_chunk = 256;
+
 template <class Y, class T>
 __global__ void act_backward_kernel(dense_view<float const> dy, Y const* y, std::int64_t ldy, float const* scale,
-                                    dense_view<T> dp, float* dbias) {
+                                    dense_view<T> dp, float* sums) {
   float const s = scale ? *scale : 1.0f;
+  std::int64_t const r0 = std::int64_t(blockIdx.y) * act_backward_chunk;
+  std::int64_t const r1 = r0 + act_backward_chunk < dy.rows ? r0 + act_backward_chunk : dy.rows;
   for (std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; j < dy.cols;
        j += std::int64_t(gridDim.x) * blockDim.x) {
     float sum = 0.0f;
-    for (std::int64_t r = 0; r < dy.rows; ++r) {
+    for (std::int64_t r = r0; r < r1; ++r) {
       float g = scale ? __fmul_rn(dy(r, j), s) : dy(r, j);
       if (y && !(value_cast<float>(y[r * ldy + j]) > 0.0f)) g = 0.0f;
       dp(r, j) = value_cast<T>(g);
       sum = __fadd_rn(sum, g);
     }
-    if (dbias) dbias[j] = sum;
+    if (sums) sums[std::int64_t(blockIdx.y) * dy.cols + j] = sum;
   }
 }
 
+template <class F>  // float; a template so that every translation unit may define it
+__global__ void sum_chunks_kernel(F const* partial, std::int64_t chunks, std::int64_t cols, F* out) {
+  for (std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; j < cols;
+       j += std::int64_t(gridDim.x) * blockDim.x) {
+    F t = partial[j];
+    for (std::int64_t c = 1; c < chunks; ++c) t = __fadd_rn(t, partial[c * cols + j]);
+    out[j] = t;
+  }
+}
+
+// The partial sums act_backward needs for rows x cols (0: none).
+inline std::int64_t act_backward_scratch(std::int64_t rows, std::int64_t cols) {
+  std::int64_t const chunks = (rows + act_backward_chunk - 1) / act_backward_chunk;
+  return chunks > 1 ? chunks * cols : 0;
+}
+
+// partial: act_backward_scratch(dy.rows, dy.cols) floats (may be nullptr when that is 0 or
+// dbias is nullptr).
 template <class Y, class T>
 void act_backward(dense_view<float const> dy, Y const* y, std::int64_t ldy, float const* scale, dense_view<T> dp,
-                  float* dbias, cuda_exec exec) {
+                  float* dbias, cuda_exec exec, float* partial = nullptr) {
   if (dy.cols <= 0) return;
-  act_backward_kernel<<<mixed_detail::grid_for(dy.cols, 128), 128, 0, exec.stream>>>(dy, y, ldy, scale, dp, dbias);
+  if (dy.rows <= 0) {  // an empty batch: the bias gradient is the empty sum
+    if (dbias) SDNN_CUDA_CHECK(cudaMemsetAsync(dbias, 0, static_cast<std::size_t>(dy.cols) * sizeof(float), exec.stream));
+    return;
+  }
+  std::int64_t const chunks = (dy.rows + act_backward_chunk - 1) / act_backward_chunk;
+  SDNN_EXPECTS(chunks <= 65535, "act_backward: ", dy.rows, " rows are more than 65535 chunks of ",
+               act_backward_chunk);
+  SDNN_EXPECTS(!dbias || chunks == 1 || partial, "act_backward: ", dy.rows,
+               " rows need act_backward_scratch floats of scratch for the bias gradient");
+  dim3 const grid(mixed_detail::grid_for(dy.cols, 128), static_cast<unsigned>(chunks));
+  act_backward_kernel<<<grid, 128, 0, exec.stream>>>(dy, y, ldy, scale, dp, !dbias ? nullptr : chunks == 1 ? dbias : partial);
   SDNN_CUDA_CHECK_LAUNCH();
+  if (dbias && chunks > 1) {
+    sum_chunks_kernel<float><<<mixed_detail::grid_for(dy.cols, 128), 128, 0, exec.stream>>>(partial, chunks, dy.cols, dbias);
+    SDNN_CUDA_CHECK_LAUNCH();
+  }
 }
 
 // ---- block SDDMM: the weight gradient on kept blocks only ----------------------------------

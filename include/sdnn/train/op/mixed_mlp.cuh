@@ -153,7 +153,7 @@ class mixed_linear {
   std::int64_t out_features() const noexcept { return out_; }
   bool relu() const noexcept { return relu_; }
 
-  // New master weights (host, out x in) and bias (empty: keep); the mask still applies; the
+  // New master weights (host, out x in) and bias (empty: keep); the masks still apply; the
   // optimizer's moments are kept.
   void set_weights(cuda_exec exec, dense_view<float const> w, std::vector<float> const& bias) {
     home_.check(exec, "mixed_linear::set_weights");
@@ -171,6 +171,8 @@ class mixed_linear {
           cudaMemcpyAsync(b_.data(), bias.data(), bias.size() * sizeof(float), cudaMemcpyHostToDevice, exec.stream));
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // `packed` and `bias` are pageable host memory
     kernels::mask_and_round(w_.data(), mask_.empty() ? nullptr : mask_.data(), low_.data(), out_ * in_, exec);
+    if (!bias_mask_.empty())
+      kernels::mask_and_round(b_.data(), bias_mask_.data(), static_cast<T*>(nullptr), out_, exec);
   }
 
   // The master weights and bias on the host. Synchronises exec.stream.
@@ -219,6 +221,18 @@ class mixed_linear {
     kernels::mask_and_round(w_.data(), mask_.empty() ? nullptr : mask_.data(), low_.data(), out_ * in_, exec);
   }
   bool has_mask() const noexcept { return !mask_.empty(); }
+
+  // Keep only the biases where mask[i] != 0 (empty: all): a removed output (a pruned filter)
+  // then computes exactly act(0), so the layers after it may drop the channel.
+  void set_bias_mask(cuda_exec exec, std::vector<std::uint8_t> const& mask) {
+    home_.check(exec, "mixed_linear::set_bias_mask");
+    SDNN_EXPECTS(mask.empty() || std::int64_t(mask.size()) == out_, "mixed_linear::set_bias_mask: the mask has ",
+                 mask.size(), " entries, the layer ", out_, " outputs");
+    bias_mask_ = mask.empty() ? device_buffer<std::uint8_t>() : to_device(mask.data(), mask.size(), exec);
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // the pageable upload
+    if (!bias_mask_.empty())
+      kernels::mask_and_round(b_.data(), bias_mask_.data(), static_cast<T*>(nullptr), out_, exec);
+  }
   // How many 32 x 32 blocks the weight gradient visits (0: it is a dense product).
   std::int32_t sddmm_blocks() const noexcept { return kept_count_; }
 
@@ -255,7 +269,9 @@ class mixed_linear {
   void backward(cuda_exec exec, dense_view<T const> x, T const* y, std::int64_t ldy, dense_view<float const> dy,
                 float const* scale, dense_view<T> dp, dense_view<float> dx) {
     home_.check(exec, "mixed_linear::backward");
-    kernels::act_backward<T, T>(dy, relu_ ? y : nullptr, ldy, scale, dp, gb_.data(), exec);
+    if (auto const need = static_cast<std::size_t>(kernels::act_backward_scratch(dy.rows, dy.cols)); need > partial_.size())
+      partial_ = device_buffer<float>(need, exec);  // once per larger batch: a tall (convolution) GEMM's bias sums
+    kernels::act_backward<T, T>(dy, relu_ ? y : nullptr, ldy, scale, dp, gb_.data(), exec, partial_.data());
     dense_view<T const> const cdp = dp;
     if constexpr (!std::is_same_v<T, float>) {
       if (kept_count_ > 0 && x.rows % 16 == 0 && x.ld % 8 == 0 && reinterpret_cast<std::uintptr_t>(x.data) % 32 == 0) {
@@ -281,7 +297,8 @@ class mixed_linear {
   void step(cuda_exec exec, optimizer_rule const& rule, step_state const* st) {
     kernels::optimizer_step<T>(w_.data(), gw_.data(), mw_.data(), vw_.data(), mask_.empty() ? nullptr : mask_.data(),
                                low_.data(), out_ * in_, rule, st, exec);
-    kernels::optimizer_step<T>(b_.data(), gb_.data(), mb_.data(), vb_.data(), nullptr, nullptr, out_, rule, st, exec);
+    kernels::optimizer_step<T>(b_.data(), gb_.data(), mb_.data(), vb_.data(),
+                               bias_mask_.empty() ? nullptr : bias_mask_.data(), nullptr, out_, rule, st, exec);
   }
 
  private:
@@ -309,7 +326,8 @@ class mixed_linear {
   bool relu_;
   device_buffer<float> w_, gw_, mw_, vw_, b_, gb_, mb_, vb_;
   device_buffer<T> low_;
-  device_buffer<std::uint8_t> mask_;
+  device_buffer<std::uint8_t> mask_, bias_mask_;
+  device_buffer<float> partial_;  // act_backward's chunk sums
   device_buffer<std::int32_t> kept_blocks_;
   std::int32_t kept_count_ = 0, block_cols_ = 0;
   device_buffer<std::int64_t> gptr_, gidx_;
@@ -318,6 +336,85 @@ class mixed_linear {
   detail::home_stream home_;
 };
 
+namespace detail {
+
+inline void check_optimizer(optimizer_rule const& o, char const* who) {
+  SDNN_EXPECTS(std::isfinite(o.lr) && o.lr > 0.0f, who, ": the learning rate must be > 0, got ", o.lr);
+  SDNN_EXPECTS(o.momentum >= 0.0f && o.momentum < 1.0f, who, ": the momentum must be in [0, 1), got ", o.momentum);
+  SDNN_EXPECTS(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f, who,
+               ": Adam's betas must be in [0, 1), got ", o.beta1, " and ", o.beta2);
+  SDNN_EXPECTS(o.eps > 0.0f && o.weight_decay >= 0.0f, who, ": eps must be > 0 and the weight decay >= 0, got ", o.eps,
+               " and ", o.weight_decay);
+}
+
+// The device bookkeeping a model's training steps share: the step state (loss scale, counters,
+// the first non-finite loss), the batch loss and the count of correct predictions.
+class step_book {
+ public:
+  step_book(loss_scale_rule const& ls, cuda_exec exec) : loss_(1, exec), bad_row_(1, exec), correct_(1, exec) {
+    SDNN_CUDA_CHECK(cudaMemsetAsync(bad_row_.data(), 0xff, sizeof(unsigned long long), exec.stream));
+    step_state const s0 = initial_state(ls);
+    state_ = to_device(&s0, 1, exec);
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));  // the pageable upload
+  }
+  step_state* state() { return state_.data(); }
+
+  // The mean softmax cross-entropy of the logits (B x classes), tracked in the state, and its
+  // gradient written over the logits. Enqueued.
+  void loss_gradient(cuda_exec exec, dense_view<float> logits, std::int32_t const* labels) {
+    ops::softmax_cross_entropy_async(exec, dense_view<float const>(logits), labels, loss_.data(), logits,
+                                     bad_row_.data());
+    kernels::track_loss(loss_.data(), state_.data(), exec);
+  }
+  void finish_step(cuda_exec exec, mixed_options const& opt) {
+    kernels::finish_step(state_.data(), opt.loss_scale, opt.optimizer, exec);
+  }
+
+  void clear_correct(cuda_exec exec) {
+    SDNN_CUDA_CHECK(cudaMemsetAsync(correct_.data(), 0, sizeof(unsigned long long), exec.stream));
+  }
+  void count_correct(cuda_exec exec, dense_view<float const> logits, std::int32_t const* labels) {
+    kernels::count_correct(logits, labels, correct_.data(), exec);
+  }
+  std::int64_t correct(cuda_exec exec) const {  // synchronises
+    unsigned long long c = 0;
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(&c, correct_.data(), sizeof(c), cudaMemcpyDeviceToHost, exec.stream));
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+    return static_cast<std::int64_t>(c);
+  }
+
+  // The bookkeeping since the previous call (the loss mean restarts); nonfinite_loss naming the
+  // step if a loss since the model's start was NaN or Inf. Synchronises.
+  mixed_stats take(cuda_exec exec, char const* who) {
+    step_state s;
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(&s, state_.data(), sizeof(s), cudaMemcpyDeviceToHost, exec.stream));
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+    if (s.first_bad_step >= 0)
+      throw nonfinite_loss(s.first_bad_step, ::sdnn::detail::concat(who, ": the loss of training step ",
+                                                                     s.first_bad_step,
+                                                                     " is not finite (NaN or Inf); training stopped"));
+    mixed_stats r;
+    r.mean_loss = s.loss_count ? s.loss_sum / double(s.loss_count) : 0.0;
+    r.losses = s.loss_count;
+    r.step = s.step;
+    r.iteration = s.iteration;
+    r.skipped = s.skipped;
+    r.loss_scale = s.scale;
+    s.loss_sum = 0.0;
+    s.loss_count = 0;
+    SDNN_CUDA_CHECK(cudaMemcpyAsync(state_.data(), &s, sizeof(s), cudaMemcpyHostToDevice, exec.stream));
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+    return r;
+  }
+
+ private:
+  device_buffer<double> loss_;
+  device_buffer<unsigned long long> bad_row_, correct_;
+  device_buffer<step_state> state_;
+};
+
+}  // namespace detail
+
 // A chain of mixed_linear layers (ReLU after every one but the last) trained with mean
 // softmax cross-entropy on integer labels in [0, classes).
 template <class T>
@@ -325,11 +422,11 @@ class mixed_mlp {
  public:
   // widths: in, hidden..., classes (at least two entries). Layer l is seeded with seed + l.
   mixed_mlp(std::vector<std::int64_t> const& widths, std::uint64_t seed, mixed_options const& opt, cuda_exec exec)
-      : opt_(opt), home_{exec.stream} {
+      : opt_(opt), book_(opt.loss_scale, exec), home_{exec.stream} {
     SDNN_EXPECTS(widths.size() >= 2, "mixed_mlp: need an input width and at least one layer, got ", widths.size(),
                  " widths");
     SDNN_EXPECTS(opt.max_batch >= 1, "mixed_mlp: max_batch must be >= 1, got ", opt.max_batch);
-    check(opt.optimizer);
+    detail::check_optimizer(opt.optimizer, "mixed_mlp");
     for (std::size_t l = 0; l + 1 < widths.size(); ++l)
       layers_.emplace_back(widths[l], widths[l + 1], l + 2 < widths.size(), seed + l, exec);
     for (auto const& L : layers_) {
@@ -340,13 +437,6 @@ class mixed_mlp {
       dp_.emplace_back(n, exec);
     }
     logits_ = device_buffer<float>(static_cast<std::size_t>(opt.max_batch * classes()), exec);
-    loss_ = device_buffer<double>(1, exec);
-    bad_row_ = device_buffer<unsigned long long>(1, exec);
-    correct_ = device_buffer<unsigned long long>(1, exec);
-    SDNN_CUDA_CHECK(cudaMemsetAsync(bad_row_.data(), 0xff, sizeof(unsigned long long), exec.stream));
-    step_state const s0 = initial_state(opt.loss_scale);
-    state_ = to_device(&s0, 1, exec);
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
   }
 
   std::size_t layer_count() const noexcept { return layers_.size(); }
@@ -357,7 +447,7 @@ class mixed_mlp {
   mixed_options const& options() const noexcept { return opt_; }
 
   void set_optimizer(optimizer_rule const& o) {
-    check(o);
+    detail::check_optimizer(o, "mixed_mlp");
     SDNN_EXPECTS(o.kind == opt_.optimizer.kind && o.beta1 == opt_.optimizer.beta1 && o.beta2 == opt_.optimizer.beta2,
                  "mixed_mlp::set_optimizer: only the learning rate, momentum, eps and weight decay may change");
     opt_.optimizer = o;
@@ -370,10 +460,8 @@ class mixed_mlp {
     std::int64_t const B = check_batch(x);
     logits(exec, x);
     dense_view<float> dlog{B, classes(), classes(), logits_.data()};  // dlogits overwrite the logits
-    ops::softmax_cross_entropy_async(exec, dense_view<float const>{B, classes(), classes(), logits_.data()}, labels,
-                                     loss_.data(), dlog, bad_row_.data());
-    kernels::track_loss(loss_.data(), state_.data(), exec);
-    auto* st = state_.data();
+    book_.loss_gradient(exec, dlog, labels);
+    auto* st = book_.state();
     for (std::size_t l = layers_.size(); l-- > 0;) {
       auto& L = layers_[l];
       dense_view<T const> xin = l == 0 ? x : act(l - 1, B);
@@ -391,8 +479,8 @@ class mixed_mlp {
   // then the loss-scale update. Enqueued.
   void apply_step(cuda_exec exec) {
     home_.check(exec, "mixed_mlp::apply_step");
-    for (auto& L : layers_) L.step(exec, opt_.optimizer, state_.data());
-    kernels::finish_step(state_.data(), opt_.loss_scale, opt_.optimizer, exec);
+    for (auto& L : layers_) L.step(exec, opt_.optimizer, book_.state());
+    book_.finish_step(exec, opt_);
   }
 
   void train_step(cuda_exec exec, dense_view<T const> x, std::int32_t const* labels) {
@@ -427,52 +515,23 @@ class mixed_mlp {
   // of max_batch. Synchronises.
   std::int64_t count_correct(cuda_exec exec, dense_view<T const> data, std::int32_t const* labels) {
     home_.check(exec, "mixed_mlp::count_correct");
-    SDNN_CUDA_CHECK(cudaMemsetAsync(correct_.data(), 0, sizeof(unsigned long long), exec.stream));
+    book_.clear_correct(exec);
     for (std::int64_t r = 0; r < data.rows; r += opt_.max_batch) {
       std::int64_t const b = std::min(opt_.max_batch, data.rows - r);
       dense_view<T const> xb{b, data.cols, data.ld, data.data + r * data.ld};
-      kernels::count_correct(logits(exec, xb), labels + r, correct_.data(), exec);
+      book_.count_correct(exec, logits(exec, xb), labels + r);
     }
-    unsigned long long c = 0;
-    SDNN_CUDA_CHECK(cudaMemcpyAsync(&c, correct_.data(), sizeof(c), cudaMemcpyDeviceToHost, exec.stream));
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
-    return static_cast<std::int64_t>(c);
+    return book_.correct(exec);
   }
 
   // The bookkeeping since the previous call (the loss mean restarts). Throws nonfinite_loss,
   // naming the step, if a loss since the model's start was NaN or Inf. Synchronises.
   mixed_stats take_stats(cuda_exec exec) {
     home_.check(exec, "mixed_mlp::take_stats");
-    step_state s;
-    SDNN_CUDA_CHECK(cudaMemcpyAsync(&s, state_.data(), sizeof(s), cudaMemcpyDeviceToHost, exec.stream));
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
-    if (s.first_bad_step >= 0)
-      throw nonfinite_loss(s.first_bad_step, ::sdnn::detail::concat("mixed_mlp: the loss of training step ",
-                                                                     s.first_bad_step,
-                                                                     " is not finite (NaN or Inf); training stopped"));
-    mixed_stats r;
-    r.mean_loss = s.loss_count ? s.loss_sum / double(s.loss_count) : 0.0;
-    r.losses = s.loss_count;
-    r.step = s.step;
-    r.iteration = s.iteration;
-    r.skipped = s.skipped;
-    r.loss_scale = s.scale;
-    s.loss_sum = 0.0;
-    s.loss_count = 0;
-    SDNN_CUDA_CHECK(cudaMemcpyAsync(state_.data(), &s, sizeof(s), cudaMemcpyHostToDevice, exec.stream));
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
-    return r;
+    return book_.take(exec, "mixed_mlp");
   }
 
  private:
-  static void check(optimizer_rule const& o) {
-    SDNN_EXPECTS(std::isfinite(o.lr) && o.lr > 0.0f, "mixed_mlp: the learning rate must be > 0, got ", o.lr);
-    SDNN_EXPECTS(o.momentum >= 0.0f && o.momentum < 1.0f, "mixed_mlp: the momentum must be in [0, 1), got ", o.momentum);
-    SDNN_EXPECTS(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f,
-                 "mixed_mlp: Adam's betas must be in [0, 1), got ", o.beta1, " and ", o.beta2);
-    SDNN_EXPECTS(o.eps > 0.0f && o.weight_decay >= 0.0f, "mixed_mlp: eps must be > 0 and the weight decay >= 0, got ",
-                 o.eps, " and ", o.weight_decay);
-  }
   std::int64_t check_batch(dense_view<T const> x) const {
     SDNN_EXPECTS_DIMS(x.cols == in_features(), "mixed_mlp: the batch has ", x.cols, " features, the model takes ",
                       in_features());
@@ -489,9 +548,7 @@ class mixed_mlp {
   std::vector<device_buffer<float>> p_, dy_;
   std::vector<device_buffer<T>> y_, dp_;
   device_buffer<float> logits_;
-  device_buffer<double> loss_;
-  device_buffer<unsigned long long> bad_row_, correct_;
-  device_buffer<step_state> state_;
+  detail::step_book book_;
   detail::home_stream home_;
 };
 

@@ -4,6 +4,7 @@
 // in train/mixed_precision.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -32,21 +33,27 @@ void bias_act_forward(dense_view<float const> p, float const* bias, bool relu, d
 }
 
 // g = dy(r, j) * scale (scale nullptr: 1), zero where y (the stored activation; nullptr: none)
-// is not > 0; dp(r, j) = T(g); dbias[j] = the float sum of g over r ascending.
+// is not > 0; dp(r, j) = T(g); dbias[j] = the float sum of g: per chunk of 256 rows ascending,
+// then the chunks' sums in order (the device kernel's order).
 template <class Y, class T>
 void act_backward(dense_view<float const> dy, Y const* y, std::int64_t ldy, float const* scale, dense_view<T> dp,
                   float* dbias) {
   SDNN_EXPECTS_DIMS(dp.rows == dy.rows && dp.cols == dy.cols, "act_backward: dY is ", dy.rows, " x ", dy.cols,
                     " but dP is ", dp.rows, " x ", dp.cols);
+  constexpr std::int64_t chunk = 256;
   for (std::int64_t j = 0; j < dy.cols; ++j) {
-    float sum = 0.0f;
-    for (std::int64_t r = 0; r < dy.rows; ++r) {
-      float g = scale ? mul_rn(dy(r, j), *scale) : dy(r, j);
-      if (y && !(value_cast<float>(y[r * ldy + j]) > 0.0f)) g = 0.0f;
-      dp(r, j) = value_cast<T>(g);
-      sum = add_rn(sum, g);
+    float total = 0.0f;
+    for (std::int64_t r0 = 0; r0 < dy.rows; r0 += chunk) {
+      float sum = 0.0f;
+      for (std::int64_t r = r0; r < std::min(dy.rows, r0 + chunk); ++r) {
+        float g = scale ? mul_rn(dy(r, j), *scale) : dy(r, j);
+        if (y && !(value_cast<float>(y[r * ldy + j]) > 0.0f)) g = 0.0f;
+        dp(r, j) = value_cast<T>(g);
+        sum = add_rn(sum, g);
+      }
+      total = r0 == 0 ? sum : add_rn(total, sum);
     }
-    if (dbias) dbias[j] = sum;
+    if (dbias) dbias[j] = total;
   }
 }
 
