@@ -87,6 +87,7 @@
 #include "sdnn/train/op/prune_uniform.hpp"
 #include "sdnn/train/op/structured_sparsity.hpp"
 #include "sdnn/train/reference/backward.hpp"
+#include "sdnn/train/reference/conv_training.hpp"
 #include "sdnn/train/reference/mixed_precision.hpp"
 
 #include "sdnn/pipeline/sequential.hpp"
@@ -150,6 +151,8 @@
 #include "sdnn/conv/vendor/cudnn16.cuh"
 
 #include "sdnn/train/op/backward.cuh"
+#include "sdnn/train/kernel/conv_training.cuh"
+#include "sdnn/train/op/mixed_cnn.cuh"
 #include "sdnn/train/op/mixed_mlp.cuh"
 #include "sdnn/train/op/prune_uniform.cuh"
 
