@@ -449,3 +449,79 @@ TEST_CASE("conv16: the implicit-GEMM extent check refuses int32 overflows, namin
   }
   REQUIRE_THROWS_AS(check_implicit_gemm_extents(conv_shape::conv2d(3, 8, 8, 4, 3, 3), 0), sdnn::error);
 }
+
+namespace {
+// The logits of a stack of gemm_conv_layers (ReLU after each) and a classifier, through the float reference.
+std::vector<float> stack_logits(std::vector<conv::gemm_conv_layer> const& convs, std::vector<float> const& cls,
+                                std::int64_t classes, std::int64_t flat, std::int64_t batch, std::vector<float> x) {
+  for (auto const& c : convs) {
+    dense_view<float const> w{c.shape.K, c.shape.filter_size(), c.shape.filter_size(), c.w.data()};
+    x = conv::reference::conv2d_nhwc<float>(c.shape, batch, x.data(), w, c.bias, true, c.pool);
+  }
+  REQUIRE(x.size() == std::size_t(batch * flat));
+  std::vector<float> y(std::size_t(batch * classes));
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t o = 0; o < classes; ++o) {
+      float a = 0.0f;
+      for (std::int64_t j = 0; j < flat; ++j) a += cls[std::size_t(o * flat + j)] * x[std::size_t(b * flat + j)];
+      y[std::size_t(b * classes + o)] = a;
+    }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("drop_dead_channels: removes dead and unread channels, and the logits stay the same", "[conv][prune]") {
+  std::int64_t const batch = 2, classes = 3;
+  std::vector<conv::gemm_conv_layer> convs;
+  int C = 2, H = 10;
+  std::uint32_t seed = 7;
+  for (auto [K, pool] : {std::pair<int, bool>{6, true}, {5, false}, {4, true}}) {
+    conv::gemm_conv_layer c;
+    c.shape = conv::conv_shape::conv2d(C, H, H, K, 3, 3, 1, 1);
+    c.pool = pool;
+    c.w = reals(std::size_t(c.shape.weight_count()), seed++);
+    c.bias = reals(std::size_t(K), seed++);
+    convs.push_back(c);
+    C = K;
+    H = pool ? H / 2 : H;
+  }
+  std::int64_t const flat = std::int64_t(H) * H * C;
+  auto cls = reals(std::size_t(classes * flat), seed++);
+  auto zero_filter = [&](std::size_t l, int k) {
+    auto& c = convs[l];
+    std::fill(c.w.begin() + k * c.shape.filter_size(), c.w.begin() + (k + 1) * c.shape.filter_size(), 0.0f);
+    c.bias[std::size_t(k)] = 0.0f;
+  };
+  zero_filter(0, 1);
+  zero_filter(0, 4);
+  zero_filter(1, 0);
+  convs[1].bias[3] = 0.0f;  // a zero bias alone keeps the channel
+  for (int o = 0; o < 4; ++o)  // layer 2 never reads layer 1's channel 2
+    for (int t = 0; t < 9; ++t) convs[2].w[std::size_t(o * convs[2].shape.filter_size() + t * 5 + 2)] = 0.0f;
+  for (std::int64_t o = 0; o < classes; ++o)  // the classifier never reads layer 2's channel 3
+    for (std::int64_t p = 0; p < H * H; ++p) cls[std::size_t(o * flat + p * 4 + 3)] = 0.0f;
+
+  auto const c = conv::drop_dead_channels(convs, cls, classes);
+  CHECK(c.kept[0] == std::vector<std::int32_t>{0, 2, 3, 5});
+  CHECK(c.kept[1] == std::vector<std::int32_t>{1, 3, 4});
+  CHECK(c.kept[2] == std::vector<std::int32_t>{0, 1, 2});
+  CHECK(c.convs[1].shape.C == 4);
+  CHECK(c.convs[2].shape.C == 3);
+  CHECK(c.flat == H * H * 3);
+  auto const x = reals(std::size_t(batch * 10 * 10 * 2), 99);
+  auto const a = stack_logits(convs, cls, classes, flat, batch, x);
+  auto const b = stack_logits(c.convs, c.classifier, classes, c.flat, batch, x);
+  // only products with an exact zero are gone, and adding +-0 leaves a float sum as it is
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == b[i]);
+
+  // bad input
+  auto bad = convs;
+  bad[1].w.pop_back();
+  CHECK(has(sdnn_test::error_text([&] { conv::drop_dead_channels(bad, cls, classes); }), "weights"));
+  bad = convs;
+  bad[2].shape.C = 4;
+  bad[2].w.resize(std::size_t(bad[2].shape.weight_count()));
+  CHECK(has(sdnn_test::error_text([&] { conv::drop_dead_channels(bad, cls, classes); }), "reads"));
+  CHECK(has(sdnn_test::error_text([&] { conv::drop_dead_channels(convs, std::vector<float>(5), classes); }),
+            "classifier"));
+}

@@ -183,4 +183,107 @@ std::vector<compact_filter<T>> prune_filter_stack(std::vector<conv_shape> const&
   return out;
 }
 
+// A convolution layer of a trained network in its GEMM view (K x R*S*C, columns (r, s, c)), with
+// its bias, a ReLU or none after it and an optional 2x2 max-pool.
+struct gemm_conv_layer {
+  conv_shape shape;
+  std::vector<float> w;     // K x R*S*C row-major
+  std::vector<float> bias;  // K (empty: none)
+  bool pool = false;
+};
+
+// The network without the channels that cannot change its output: channel k of layer l goes when
+// its filter and bias are all zero (it is 0 after the ReLU or none and after the pool, and a zero
+// input channel adds nothing to the next layer, padding included) or when nothing reads it (the
+// next layer's weights on it, or the classifier's columns of it, are all zero). The classifier
+// (classes x flat, flat = PH*PW*K of the last layer's NHWC output, column (h*PW + w)*K + k) loses
+// the columns of the removed channels of the last layer. Layer 0 keeps its input channels. The
+// result computes exactly the logits of the input network, in float or any type, since no product
+// with a nonzero value is dropped.
+struct compacted_network {
+  std::vector<gemm_conv_layer> convs;
+  std::vector<float> classifier;  // classes x flat'
+  std::int64_t flat = 0;
+  std::vector<std::vector<std::int32_t>> kept;  // per layer, the kept output channels of the input network
+};
+
+inline compacted_network drop_dead_channels(std::vector<gemm_conv_layer> const& convs,
+                                            std::vector<float> const& classifier, std::int64_t classes) {
+  SDNN_EXPECTS(!convs.empty() && classes >= 1, "drop_dead_channels: need a convolution layer and a class");
+  std::size_t const L = convs.size();
+  for (std::size_t l = 0; l < L; ++l) {
+    auto const& c = convs[l];
+    c.shape.check();
+    SDNN_EXPECTS(c.w.size() == static_cast<std::size_t>(c.shape.weight_count()) &&
+                     (c.bias.empty() || c.bias.size() == static_cast<std::size_t>(c.shape.K)),
+                 "drop_dead_channels: layer ", l, " has ", c.w.size(), " weights and ", c.bias.size(),
+                 " biases, its shape needs ", c.shape.weight_count(), " and ", c.shape.K, " (or none)");
+    if (l > 0)
+      SDNN_EXPECTS_DIMS(c.shape.C == convs[l - 1].shape.K, "drop_dead_channels: layer ", l, " reads ", c.shape.C,
+                        " channels, layer ", l - 1, " makes ", convs[l - 1].shape.K);
+  }
+  auto out_hw = [](gemm_conv_layer const& c) {
+    int const h = c.pool ? c.shape.OH() / 2 : c.shape.OH(), w = c.pool ? c.shape.OW() / 2 : c.shape.OW();
+    return std::int64_t(h) * w;
+  };
+  std::int64_t const flat = out_hw(convs.back()) * convs.back().shape.K;
+  SDNN_EXPECTS(classifier.size() == static_cast<std::size_t>(classes * flat), "drop_dead_channels: the classifier has ",
+               classifier.size(), " weights, ", classes, " x ", flat, " expected");
+  // Which channels each layer's output keeps.
+  std::vector<std::vector<char>> keep(L);
+  for (std::size_t l = 0; l < L; ++l) {
+    auto const& c = convs[l];
+    std::int64_t const cols = c.shape.filter_size();
+    keep[l].assign(static_cast<std::size_t>(c.shape.K), 0);
+    for (std::int64_t k = 0; k < c.shape.K; ++k) {
+      bool live = !c.bias.empty() && c.bias[static_cast<std::size_t>(k)] != 0.0f;
+      for (std::int64_t j = 0; j < cols && !live; ++j) live = c.w[static_cast<std::size_t>(k * cols + j)] != 0.0f;
+      bool read = false;
+      if (l + 1 < L) {
+        auto const& n = convs[l + 1];
+        std::int64_t const ncols = n.shape.filter_size(), taps = std::int64_t(n.shape.R) * n.shape.S;
+        for (std::int64_t o = 0; o < n.shape.K && !read; ++o)
+          for (std::int64_t t = 0; t < taps && !read; ++t)
+            read = n.w[static_cast<std::size_t>(o * ncols + t * n.shape.C + k)] != 0.0f;
+      } else {
+        std::int64_t const pix = out_hw(c);
+        for (std::int64_t o = 0; o < classes && !read; ++o)
+          for (std::int64_t p = 0; p < pix && !read; ++p)
+            read = classifier[static_cast<std::size_t>(o * flat + p * c.shape.K + k)] != 0.0f;
+      }
+      keep[l][static_cast<std::size_t>(k)] = live && read;
+    }
+    if (std::count(keep[l].begin(), keep[l].end(), 1) == 0) keep[l][0] = 1;  // the shapes need a channel
+  }
+  compacted_network r;
+  std::vector<std::int32_t> in_kept;  // layer l's kept input channels
+  for (int c = 0; c < convs[0].shape.C; ++c) in_kept.push_back(c);
+  for (std::size_t l = 0; l < L; ++l) {
+    auto const& c = convs[l];
+    std::vector<std::int32_t> out_kept;
+    for (std::int32_t k = 0; k < c.shape.K; ++k)
+      if (keep[l][static_cast<std::size_t>(k)]) out_kept.push_back(k);
+    gemm_conv_layer n;
+    n.shape = c.shape;
+    n.shape.K = static_cast<int>(out_kept.size());
+    n.shape.C = static_cast<int>(in_kept.size());
+    n.pool = c.pool;
+    std::int64_t const taps = std::int64_t(c.shape.R) * c.shape.S, cols = c.shape.filter_size();
+    for (std::int32_t k : out_kept) {
+      for (std::int64_t t = 0; t < taps; ++t)
+        for (std::int32_t ci : in_kept) n.w.push_back(c.w[static_cast<std::size_t>(k * cols + t * c.shape.C + ci)]);
+      if (!c.bias.empty()) n.bias.push_back(c.bias[static_cast<std::size_t>(k)]);
+    }
+    r.convs.push_back(std::move(n));
+    r.kept.push_back(out_kept);
+    in_kept = std::move(out_kept);
+  }
+  std::int64_t const pix = out_hw(convs.back()), K = convs.back().shape.K;
+  r.flat = pix * static_cast<std::int64_t>(in_kept.size());
+  for (std::int64_t o = 0; o < classes; ++o)
+    for (std::int64_t p = 0; p < pix; ++p)
+      for (std::int32_t k : in_kept) r.classifier.push_back(classifier[static_cast<std::size_t>(o * flat + p * K + k)]);
+  return r;
+}
+
 }  // namespace sdnn::conv
