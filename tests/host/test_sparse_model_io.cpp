@@ -141,6 +141,7 @@ sparse_model mixed_model() {
   m.layers.push_back(random_layer(model_structure::sparse24, model_value::f32, 8, 27, 5));
   m.layers.back().kind = model_layer_kind::conv2d;
   m.layers.back().conv = {3, 3, 3, 2, 1};
+  m.layers.back().activation = model_activation::relu_maxpool2x2;
   m.layers.push_back(random_layer(model_structure::blocks, model_value::int8, 5, 9, 7, 4, 4));
   return m;
 }
@@ -217,6 +218,13 @@ TEST_CASE("sparse model: conv2d layers, description, files on disk, -0", "[io][m
   for (std::size_t i = 0; i < m.layers.size(); ++i) check_same(m.layers[i], back.layers[i]);
   CHECK(back.layers[4].kind == model_layer_kind::conv2d);
   CHECK(back.layers[4].conv.stride == 2);
+  CHECK(back.layers[4].activation == model_activation::relu_maxpool2x2);
+  {  // the pool is a convolution's only
+    sparse_model lin;
+    lin.layers.push_back(random_layer(model_structure::dense, model_value::f32, 3, 4, 1));
+    lin.layers[0].activation = model_activation::relu_maxpool2x2;
+    CHECK(has(error_text([&] { encode(lin); }), "relu_maxpool2x2 is for conv2d layers only"));
+  }
 
   sdnn_test::temp_dir dir;
   io::write_sparse_model(dir.file("m.sdnn"), m);
@@ -516,6 +524,16 @@ TEST_CASE("sparse model: crafted files with valid checksums are refused with a c
                 b.start(1).layer(static_cast<model_structure>(7), model_value::f32, 1, 2, 2);
               })),
               "unknown codes kind 0, structure 7"));
+    CHECK(has(reject(dense([](file_builder& b) {
+                b.start(1).layer(model_structure::dense, model_value::f32, 1, 4, 4, 0, 0, 0, model_layer_kind::linear,
+                                 {0, 0, 0, 1, 0}, model_activation::relu_maxpool2x2);
+              })),
+              "relu_maxpool2x2) on a linear layer"));
+    CHECK(has(reject(dense([](file_builder& b) {
+                b.start(1).layer(model_structure::dense, model_value::f32, 1, 4, 4, 0, 0, 0, model_layer_kind::linear,
+                                 {0, 0, 0, 1, 0}, static_cast<model_activation>(3));
+              })),
+              "activation 3 (this reader knows"));
     CHECK(
         has(reject(dense([](file_builder& b) { b.start(1).layer(model_structure::dense, model_value::f32, 0, 2, 0); })),
             "w is 0 x 2"));

@@ -38,7 +38,7 @@ namespace sdnn::io {
 //   layers       u32
 //   description  u32 length (at most 65536), then that many bytes (free text)
 //   per layer, a 52-byte header:
-//     u8 kind (model_layer_kind), u8 structure, u8 value, u8 activation
+//     u8 kind (model_layer_kind), u8 structure, u8 value, u8 activation (2: conv2d only)
 //     i32 block_rows, i32 block_cols     blocks only (br x bc, at most 2^20 elements), else 0
 //     i32 out, i32 in                    the weight matrix is out x in, both >= 1
 //     i32 in_channels, kernel_h, kernel_w, stride, pad
@@ -69,7 +69,8 @@ namespace sdnn::io {
 
 enum class model_structure : std::uint8_t { dense = 0, unstructured = 1 /* CSR */, blocks = 2 /* BSR */, sparse24 = 3 };
 enum class model_value : std::uint8_t { f32 = 0, bf16 = 1, fp16 = 2, int8 = 3 /* w = q * scales[row] */ };
-enum class model_activation : std::uint8_t { none = 0, relu = 1 };
+// relu_maxpool2x2 (conv2d only): ReLU, then a 2x2 stride-2 max-pool (an odd last row / column dropped).
+enum class model_activation : std::uint8_t { none = 0, relu = 1, relu_maxpool2x2 = 2 };
 enum class model_layer_kind : std::uint8_t { linear = 0, conv2d = 1 };
 
 // A conv2d layer's filter: its weight matrix is out_channels x (kernel_h * kernel_w *
@@ -129,6 +130,8 @@ inline std::string to_string(model_activation a) {
       return "none";
     case model_activation::relu:
       return "relu";
+    case model_activation::relu_maxpool2x2:
+      return "relu_maxpool2x2";
   }
   return "activation(" + std::to_string(int(a)) + ")";
 }
@@ -209,9 +212,11 @@ inline void check_model_layer(model_layer const& L, std::size_t li, model_layer 
   auto const out = L.w.rows(), in = L.w.cols();
   char const* const W = "write_sparse_model: layer ";
   SDNN_EXPECTS(std::uint8_t(L.kind) <= 1 && std::uint8_t(L.structure) <= 3 && std::uint8_t(L.value) <= 3 &&
-                   std::uint8_t(L.activation) <= 1,
+                   std::uint8_t(L.activation) <= 2,
                W, li, ": unknown ", to_string(L.kind), " / ", to_string(L.structure), " / ", to_string(L.value), " / ",
                to_string(L.activation));
+  SDNN_EXPECTS(L.activation != model_activation::relu_maxpool2x2 || L.kind == model_layer_kind::conv2d, W, li,
+               ": relu_maxpool2x2 is for conv2d layers only");
   std::int64_t const imax = std::numeric_limits<std::int32_t>::max();
   SDNN_EXPECTS(out >= 1 && in >= 1 && out <= imax && in <= imax, W, li, ": w is ", out, " x ", in,
                "; both extents must be in [1, 2^31 - 1]");
@@ -403,9 +408,11 @@ inline model_frame frame_model_layer(model_cursor& in, long long li, std::uint64
     return static_cast<std::int32_t>(static_cast<std::uint32_t>(in.load(at - 4, 4)));
   };
   std::uint8_t const* code = in.data + at;
-  SDNN_EXPECTS(code[0] <= 1 && code[1] <= 3 && code[2] <= 3 && code[3] <= 1, "io: '", name, "': layer ", li,
+  SDNN_EXPECTS(code[0] <= 1 && code[1] <= 3 && code[2] <= 3 && code[3] <= 2, "io: '", name, "': layer ", li,
                ": unknown codes kind ", int(code[0]), ", structure ", int(code[1]), ", value ", int(code[2]),
-               ", activation ", int(code[3]), " (this reader knows 0..1, 0..3, 0..3, 0..1)");
+               ", activation ", int(code[3]), " (this reader knows 0..1, 0..3, 0..3, 0..2)");
+  SDNN_EXPECTS(code[3] != 2 || code[0] == 1, "io: '", name, "': layer ", li,
+               ": activation 2 (relu_maxpool2x2) on a linear layer; it is for conv2d layers only");
   f.kind = model_layer_kind(code[0]);
   f.structure = model_structure(code[1]);
   f.value = model_value(code[2]);
