@@ -18,10 +18,12 @@ trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/tests" "$STAGE/examples/graph_challenge" "$STAGE/benchmarks" "$STAGE/lib"
 cp "$B/tests/sdnn_cuda_tests" "$STAGE/tests/"
 cp "$B/examples/graph_challenge/graph_challenge" "$STAGE/examples/graph_challenge/"
-if [ -x "$B/examples/train_structured/train_structured" ]; then  # the training stage's program, when built
-  mkdir -p "$STAGE/examples/train_structured"
-  cp "$B/examples/train_structured/train_structured" "$STAGE/examples/train_structured/"
-fi
+for ex in train_structured train_cnn; do  # the training stages' programs, when built
+  if [ -x "$B/examples/$ex/$ex" ]; then
+    mkdir -p "$STAGE/examples/$ex"
+    cp "$B/examples/$ex/$ex" "$STAGE/examples/$ex/"
+  fi
+done
 for b in "$B"/benchmarks/bench_*; do [ -x "$b" ] && cp "$b" "$STAGE/benchmarks/"; done
 lib=$(ldd "$STAGE/benchmarks/bench_spmm" | awk '/libbenchmark/ {print $3}')
 [ -n "$lib" ] && cp "$lib" "$STAGE/lib/"

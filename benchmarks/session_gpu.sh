@@ -27,6 +27,10 @@
 # unless NO_SANITIZE=1, under memcheck), train_structured with TRAIN_ARGS (JSON and Markdown to
 # $OUT/train_structured.*), and, unless TRAIN_HOST=0, one epoch of the host path
 # (train_prune_quantize_host, the 784-1024-1024-10 MLP at batch 128) for the per-epoch comparison.
+# With CNN=1 only the CNN training stage runs, on programs in TRAIN_BIN (default .cmp):
+# train_cnn_tests (the "[cnn]" device tests, CNN_TESTS, with SDNN_REQUIRE_GPU=1 and, unless
+# NO_SANITIZE=1, under memcheck (CNN_SANITIZE_FILTER) and racecheck (CNN_RACECHECK_FILTER)), train_cnn with CNN_ARGS (JSON
+# and Markdown to $OUT/train_cnn.*) and its NaN stop.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/common/gpu_env.sh
 source "$(dirname "$0")/common/gpu_env.sh"
@@ -110,6 +114,46 @@ if [ "${TRAIN:-0}" = 1 ]; then
     say "host path: $(grep -E '^dense epoch' "$OUT/train_host.log")"
   fi
   say "== session_gpu (training stage) status: $([ $rc = 0 ] && echo PASS || echo FAIL)"
+  exit $rc
+fi
+if [ "${CNN:-0}" = 1 ]; then
+  gpu_banner "session_gpu (CNN training stage)"
+  tb=${TRAIN_BIN:-.cmp}
+  rc=0
+  SDNN_REQUIRE_GPU=1 timeout "${TESTS_TIMEOUT:-300}" "$tb/train_cnn_tests" "${CNN_TESTS:-[cnn]}" --durations yes \
+    >"$OUT/cnn_tests.log" 2>&1 || rc=1
+  say "cnn tests (${CNN_TESTS:-[cnn]}): $(grep -E '^(All tests passed|test cases:)' "$OUT/cnn_tests.log" | tail -1)"
+  grep -E "FAILED" -A12 "$OUT/cnn_tests.log" | head -60
+  if [ "${NO_SANITIZE:-0}" != 1 ]; then
+    for tool in memcheck racecheck; do
+      f=${CNN_SANITIZE_FILTER:-[cnn]}
+      [ $tool = racecheck ] && f=${CNN_RACECHECK_FILTER:-[cnn]~*seeded run*}  # the training loops are slow there
+      SDNN_REQUIRE_GPU=1 timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 99 \
+        "$tb/train_cnn_tests" "$f" >"$OUT/cnn_$tool.log" 2>&1 || rc=1
+      say "$tool ($f): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cnn_$tool.log" | tail -1)"
+    done
+  fi
+  read -r -a args <<<"${CNN_ARGS:-}"
+  mkdir -p "$B/cnn_models"
+  t0=$(date +%s)
+  timeout "${BENCH_TIMEOUT:-400}" "$tb/train_cnn" --data "$SDNN_ROOT/tests/data" --model-dir "$B/cnn_models" \
+    --json "$OUT/train_cnn.json" --markdown "$OUT/train_cnn.md" --commit "${SDNN_COMMIT:-unknown}" "${args[@]}" \
+    >"$OUT/train_cnn.log" 2>&1
+  trc=$?
+  [ $trc = 0 ] || rc=1
+  say "train_cnn: rc=$trc in $(( $(date +%s) - t0 )) s; $(grep -E 'device training' "$OUT/train_cnn.log")"
+  tail -30 "$OUT/train_cnn.log"
+  mkdir -p "$B/cnn_nan" && rm -f "$B/cnn_nan"/*.sdnn
+  timeout 120 "$tb/train_cnn" --data "$SDNN_ROOT/tests/data" --channels 32,32 --epochs 2 --prune-epochs 1 \
+    --finetune-epochs 0 --structures filters --sparsities 0.75 --bench-batches 0 --inject-nan-step 70 \
+    --model-dir "$B/cnn_nan" >"$OUT/cnn_nan.log" 2>&1
+  nrc=$?
+  if [ $nrc = 3 ] && grep -q "step 70 " "$OUT/cnn_nan.log" && [ -s "$B/cnn_nan/train_cnn_checkpoint.sdnn" ]; then
+    say "CNN NaN stop: exit 3, step 70 named, checkpoint written"
+  else
+    rc=1; say "CNN NaN stop: FAILED (exit $nrc)"; tail -5 "$OUT/cnn_nan.log"
+  fi
+  say "== session_gpu (CNN training stage) status: $([ $rc = 0 ] && echo PASS || echo FAIL)"
   exit $rc
 fi
 if [ "${PY:-0}" = 1 ]; then
