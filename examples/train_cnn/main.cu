@@ -770,7 +770,7 @@ int run(options const& o, cuda_exec exec) {
           "(cuDNN's above all) shows. Baseline with the dense row: ";
     for (std::size_t k = 0; k < o.bench_batches.size(); ++k)
       md << (k ? ", " : "") << "b" << o.bench_batches[k] << " " << results.front().base_ms[k] << " ms";
-    md << "). ";
+    md << ". ";
   }
   md << "Device training: " << epoch_s * 1e3 << " ms per epoch.\n";
   std::cout << "\n" << md.str();
