@@ -14,6 +14,8 @@
 #include <sdnn/train/op/mixed_mlp.cuh>
 #include <sdnn/train/op/structured_sparsity.hpp>
 
+#include "../common/example_util.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -32,6 +34,7 @@
 #endif
 
 using namespace sdnn;
+using namespace sdnn_example;
 
 namespace {
 
@@ -70,20 +73,6 @@ void usage() {
          "                          the message names the step, the last good epoch's model is written\n"
          "                          to MODEL_DIR/train_structured_checkpoint.sdnn, the exit status is 3\n"
          "  --data DIR --model-dir DIR --json FILE --markdown FILE --commit C\n";
-}
-
-template <class T>
-std::vector<T> split_list(std::string const& s) {
-  std::vector<T> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    if constexpr (std::is_same_v<T, std::string>) out.push_back(item);
-    else if constexpr (std::is_integral_v<T>) out.push_back(static_cast<T>(std::stoll(item)));
-    else out.push_back(static_cast<T>(std::stod(item)));
-  }
-  return out;
 }
 
 bool parse(int argc, char** argv, options& o) {
@@ -130,22 +119,6 @@ bool parse(int argc, char** argv, options& o) {
   for (double s : o.sparsities) train::check_options({o.lr, o.penalty, s});
   train::check_options({o.finetune_lr, 0.0, 0.0});
   return true;
-}
-
-// splitmix64, as the library's initialisation uses: the split and the batch order.
-struct rng64 {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
-};
-template <class V>
-void shuffle(V& v, rng64& r) {
-  for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[r.below(i)]);
 }
 
 // A split of the digits on the device, in bf16 and float.
@@ -256,6 +229,9 @@ struct result {
   std::string file;
   std::vector<std::pair<std::int64_t, double>> ms;  // batch -> median ms end to end
   std::vector<std::string> paths;                   // per batch: the plans' paths
+  // per batch, as CUDA graphs timed alternately with the dense model through cuBLASLt (fused
+  // bias + ReLU) as a graph: this model's and that baseline's median ms (0: no graph)
+  std::vector<double> graph_ms, graph_lt_ms;
 };
 
 // The hidden layers' masks for a structure at sparsity s, from the current master weights.
@@ -393,30 +369,6 @@ struct lt_model {
               epi);
   }
 };
-
-// Median of reps CUDA-event timings of f, each after an L2 flush, after 3 warm-up runs.
-template <class F>
-double median_ms(F&& f, int reps, cuda_exec exec, device_buffer<char>& flush) {
-  cudaEvent_t a, b;
-  SDNN_CUDA_CHECK(cudaEventCreate(&a));
-  SDNN_CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    SDNN_CUDA_CHECK(cudaMemsetAsync(flush.data(), i & 0xff, flush.size(), exec.stream));
-    SDNN_CUDA_CHECK(cudaEventRecord(a, exec.stream));
-    f();
-    SDNN_CUDA_CHECK(cudaEventRecord(b, exec.stream));
-    SDNN_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    SDNN_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  SDNN_CUDA_CHECK(cudaEventDestroy(a));
-  SDNN_CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 // Accuracy of a loaded model through its inference plans, in batches of max_rows.
 double loaded_accuracy(inference_model const& m, device_set const& d, cuda_exec exec) {
@@ -571,25 +523,36 @@ int run(options const& o, cuda_exec exec) {
   SDNN_CUDA_CHECK(cudaMemcpyAsync(xin.data(), test.x16.data(), std::min(test.n, max_rows) * px * sizeof(bf16),
                                   cudaMemcpyDeviceToDevice, exec.stream));
   std::vector<std::pair<std::int64_t, double>> dense_ms, dense_lt_ms;
+  std::vector<std::unique_ptr<lt_model>> lts;  // the dense model through cuBLASLt, per batch
+  if (!o.bench_batches.empty()) {
+    io::sparse_model const dense_file = io::read_sparse_model(results.front().file);
+    for (auto n : o.bench_batches) lts.push_back(std::make_unique<lt_model>(dense_file, n, exec));
+  }
   for (std::size_t i = 0; i < results.size(); ++i) {
     auto& r = results[i];
     io::sparse_model const file = io::read_sparse_model(r.file);
     inference_model m(file, max_rows, false, exec);
     if (!o.bench_batches.empty()) m.tune(exec, o.bench_batches);
     r.acc_loaded = loaded_accuracy(m, test, exec);
-    for (auto n : o.bench_batches) {
+    for (std::size_t k = 0; k < o.bench_batches.size(); ++k) {
+      std::int64_t const n = o.bench_batches[k];
       r.ms.push_back({n, median_ms([&] { m.run(exec, xin.data(), n); }, o.reps, exec, flush)});
       r.paths.push_back(m.paths(n));
+      graph_pass const gm(exec, [&] { m.run(exec, xin.data(), n); }), gl(exec, [&] { lts[k]->run(exec, xin.data(), n); });
+      auto const t = gm.ok() && gl.ok() ? median_pair_ms([&] { gm.run(); }, [&] { gl.run(); }, o.reps, exec, flush)
+                                        : std::pair<double, double>{0.0, 0.0};
+      r.graph_ms.push_back(t.first);
+      r.graph_lt_ms.push_back(t.second);
       for (std::size_t l = 0; l < m.plans.size(); ++l)  // why each layer runs where it does
         std::printf("%s b%lld layer %zu: %s\n", r.name.c_str(), (long long)n, l, m.plans[l]->reason(n).c_str());
     }
     if (i == 0) {  // the baselines: the dense model through cuBLAS alone, and through cuBLASLt
       inference_model dense_cublas(file, max_rows, true, exec);
-      for (auto n : o.bench_batches) {
+      for (auto n : o.bench_batches)
         dense_ms.push_back({n, median_ms([&] { dense_cublas.run(exec, xin.data(), n); }, o.reps, exec, flush)});
-        lt_model lt(file, n, exec);
-        dense_lt_ms.push_back({n, median_ms([&] { lt.run(exec, xin.data(), n); }, o.reps, exec, flush)});
-      }
+      for (std::size_t k = 0; k < o.bench_batches.size(); ++k)
+        dense_lt_ms.push_back({o.bench_batches[k], median_ms([&] { lts[k]->run(exec, xin.data(), o.bench_batches[k]); },
+                                                             o.reps, exec, flush)});
     }
   }
 
@@ -597,9 +560,9 @@ int run(options const& o, cuda_exec exec) {
   auto best_dense = [&](std::size_t k) { return std::min(dense_ms[k].second, dense_lt_ms[k].second); };
   std::ostringstream md, js;
   md << "| model | hidden sparsity | test float | test bf16 | test int8 | loaded file (bf16) |";
-  for (auto n : o.bench_batches) md << " ms b" << n << " | vs dense b" << n << " |";
+  for (auto n : o.bench_batches) md << " ms b" << n << " | vs dense b" << n << " | graphs vs cuBLASLt b" << n << " |";
   md << "\n|---|---|---|---|---|---|";
-  for (std::size_t k = 0; k < o.bench_batches.size(); ++k) md << "---|---|";
+  for (std::size_t k = 0; k < o.bench_batches.size(); ++k) md << "---|---|---|";
   md << "\n";
   js << "{\n  \"gpu\": \"" << prop.name << "\", \"commit\": \"" << o.commit << "\", \"hidden\": " << o.hidden
      << ", \"train\": " << o.train << ", \"test\": " << o.test << ", \"seed\": " << o.seed << ", \"batch\": " << o.batch
@@ -626,10 +589,14 @@ int run(options const& o, cuda_exec exec) {
        << ", \"file\": \"" << r.file << "\", \"inference\": [";
     for (std::size_t k = 0; k < r.ms.size(); ++k) {
       double const sp = best_dense(k) / r.ms[k].second;
-      std::snprintf(buf, sizeof buf, " %.4f | %.2fx |", r.ms[k].second, sp);
+      double const gsp = r.graph_ms[k] > 0 ? r.graph_lt_ms[k] / r.graph_ms[k] : 0.0;
+      if (r.graph_ms[k] > 0) std::snprintf(buf, sizeof buf, " %.4f | %.2fx | %.2fx |", r.ms[k].second, sp, gsp);
+      else std::snprintf(buf, sizeof buf, " %.4f | %.2fx | no graph |", r.ms[k].second, sp);
       md << buf;
       js << (k ? ", " : "") << "{\"batch\": " << r.ms[k].first << ", \"ms\": " << r.ms[k].second
-         << ", \"speedup_vs_best_dense\": " << sp << ", \"paths\": \"" << r.paths[k] << "\"}";
+         << ", \"speedup_vs_best_dense\": " << sp << ", \"graph_ms\": " << r.graph_ms[k]
+         << ", \"graph_dense_cublaslt_ms\": " << r.graph_lt_ms[k] << ", \"graph_speedup_vs_cublaslt\": " << gsp
+         << ", \"paths\": \"" << r.paths[k] << "\"}";
     }
     md << "\n";
     js << "]}" << (i + 1 < results.size() ? "," : "") << "\n";
@@ -645,7 +612,9 @@ int run(options const& o, cuda_exec exec) {
     md << ") and through cuBLASLt with bias + ReLU fused (";
     for (std::size_t k = 0; k < dense_lt_ms.size(); ++k)
       md << (k ? ", " : "") << "b" << dense_lt_ms[k].first << " " << dense_lt_ms[k].second << " ms";
-    md << "). ";
+    md << "). Graphs vs cuBLASLt: each forward pass captured once as a CUDA graph (without the host's "
+          "work per call), the model's and the dense model's through cuBLASLt timed alternately, median of "
+       << o.reps << " each after an L2 flush. ";
   }
   md << "Device training: " << epoch_s * 1e3 << " ms per epoch.\n";
   std::cout << "\n" << md.str();
