@@ -59,21 +59,21 @@ class mixed_cnn {
       conv::conv_shape const s = conv::conv_shape::conv2d(c, h, w, sp.out_channels, sp.kernel, sp.kernel, 1, sp.pad);
       SDNN_EXPECTS(!sp.pool || (s.OH() >= 2 && s.OW() >= 2), "mixed_cnn: layer ", l, "'s output is ", s.OH(), " x ",
                    s.OW(), ", too small for a 2x2 pool");
-      conv_ l_{s, sp.pool};
+      conv_stage st{s, sp.pool};
       std::int64_t const rows = B * s.OH() * s.OW();
-      l_.col = device_buffer<T>(static_cast<std::size_t>(rows * s.filter_size()), exec);
-      l_.y = device_buffer<T>(static_cast<std::size_t>(rows * s.K), exec);
-      l_.dy = device_buffer<float>(static_cast<std::size_t>(rows * s.K), exec);
-      l_.dp = device_buffer<T>(static_cast<std::size_t>(rows * s.K), exec);
-      if (l > 0) l_.dcol = device_buffer<float>(static_cast<std::size_t>(rows * s.filter_size()), exec);
+      st.col = device_buffer<T>(static_cast<std::size_t>(rows * s.filter_size()), exec);
+      st.y = device_buffer<T>(static_cast<std::size_t>(rows * s.K), exec);
+      st.dy = device_buffer<float>(static_cast<std::size_t>(rows * s.K), exec);
+      st.dp = device_buffer<T>(static_cast<std::size_t>(rows * s.K), exec);
+      if (l > 0) st.dcol = device_buffer<float>(static_cast<std::size_t>(rows * s.filter_size()), exec);
       h = sp.pool ? s.OH() / 2 : s.OH();
       w = sp.pool ? s.OW() / 2 : s.OW();
       c = s.K;
       if (sp.pool) {
-        l_.pooled = device_buffer<T>(static_cast<std::size_t>(B * h * w * c), exec);
-        l_.dout = device_buffer<float>(static_cast<std::size_t>(B * h * w * c), exec);
+        st.pooled = device_buffer<T>(static_cast<std::size_t>(B * h * w * c), exec);
+        st.dout = device_buffer<float>(static_cast<std::size_t>(B * h * w * c), exec);
       }
-      convs_.push_back(std::move(l_));
+      convs_.push_back(std::move(st));
       layers_.emplace_back(s.filter_size(), s.K, true, seed + l, exec);
     }
     flat_ = std::int64_t(h) * w * c;
@@ -192,7 +192,7 @@ class mixed_cnn {
   }
 
  private:
-  struct conv_ {
+  struct conv_stage {
     conv::conv_shape s;
     bool pool = false;
     device_buffer<T> col, y, dp, pooled;
@@ -212,7 +212,7 @@ class mixed_cnn {
     return {B * c.s.OH() * c.s.OW(), k, k, c.col.data()};
   }
   mixed_options opt_;
-  std::vector<conv_> convs_;
+  std::vector<conv_stage> convs_;
   std::vector<mixed_linear<T>> layers_;
   std::int64_t flat_ = 0;
   device_buffer<float> logits_, fc_p_;  // fc_p_: the classifier's float product
