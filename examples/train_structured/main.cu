@@ -121,104 +121,13 @@ bool parse(int argc, char** argv, options& o) {
   return true;
 }
 
-// A split of the digits on the device, in bf16 and float.
-struct device_set {
-  std::int64_t n = 0, px = 0;
-  device_buffer<bf16> x16;
-  device_buffer<float> x32;
-  device_buffer<std::int32_t> y;
-  dense_view<bf16 const> view16() const { return {n, px, px, x16.data()}; }
-  dense_view<float const> view32() const { return {n, px, px, x32.data()}; }
-};
-
-// A trained model on the host: master weights and biases per layer, and its masks.
-struct host_model {
-  std::vector<dense_matrix<float>> w;
-  std::vector<std::vector<float>> b;
-  std::vector<std::vector<std::uint8_t>> mask;  // empty: dense
-};
-
-template <class T>
-host_model download(train::mixed_mlp<T>& m, cuda_exec exec) {
-  host_model h;
-  for (std::size_t l = 0; l < m.layer_count(); ++l) {
-    h.w.push_back(m.layer(l).weights(exec));
-    h.b.push_back(m.layer(l).bias(exec));
-  }
-  return h;
-}
-template <class T>
-void upload(train::mixed_mlp<T>& m, host_model const& h, cuda_exec exec) {
-  for (std::size_t l = 0; l < m.layer_count(); ++l) {
-    m.layer(l).set_mask(exec, {});
-    m.layer(l).set_weights(exec, h.w[l].view(), h.b[l]);
-  }
-}
-
-struct run_context {
-  options const& o;
-  cuda_exec exec;
-  device_set const& train;
-  device_set const& test;
-  rng64 order_rng;
-  device_buffer<std::int32_t> order;
-  device_buffer<bf16> xb;
-  device_buffer<std::int32_t> yb;
-  double device_epoch_seconds = 0;
-  int device_epochs = 0;
-  std::int64_t steps = 0;  // training steps enqueued so far
-};
-
 // The model after the last epoch whose losses were all finite, written out if training stops.
 host_model last_good;
 std::string checkpoint_path = "train_structured_checkpoint.sdnn";
 
-// One epoch: a seeded order uploaded once, then every step enqueued; one read-back at the end.
-train::mixed_stats train_epoch(train::mixed_mlp<bf16>& m, run_context& c) {
-  std::vector<std::int32_t> ord(static_cast<std::size_t>(c.train.n));
-  for (std::size_t i = 0; i < ord.size(); ++i) ord[i] = static_cast<std::int32_t>(i);
-  shuffle(ord, c.order_rng);
-  auto const t0 = std::chrono::steady_clock::now();
-  SDNN_CUDA_CHECK(cudaMemcpyAsync(c.order.data(), ord.data(), ord.size() * 4, cudaMemcpyHostToDevice, c.exec.stream));
-  std::int64_t const B = c.o.batch, px = c.train.px;
-  for (std::int64_t first = 0; first + B <= c.train.n; first += B) {  // the last partial batch is dropped
-    dense_view<bf16> x{B, px, px, c.xb.data()};
-    kernels::gather_rows<bf16, std::int32_t>(c.train.view16(), c.train.y.data(), c.order.data(), first, x,
-                                             c.yb.data(), c.exec);
-    if (c.steps++ == c.o.inject_nan_step) {  // the stop path's test: one NaN weight
-      auto w = m.layer(0).weights(c.exec);
-      w(0, 0) = std::numeric_limits<float>::quiet_NaN();
-      m.layer(0).set_weights(c.exec, w.view(), {});
-    }
-    m.train_step(c.exec, dense_view<bf16 const>(x), c.yb.data());
-  }
-  auto const s = m.take_stats(c.exec);  // synchronises; throws on a non-finite loss
-  c.device_epoch_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ++c.device_epochs;
-  last_good = download(m, c.exec);
-  return s;
-}
 
 double accuracy16(train::mixed_mlp<bf16>& m, device_set const& d, cuda_exec exec) {
   return double(m.count_correct(exec, d.view16(), d.y.data())) / double(d.n);
-}
-
-// Test accuracy of host weights through a float network f (float activations; its weights are
-// replaced): `float` with the master weights, `int8` with per-row symmetric int8 weights (scale
-// max|w| / 127).
-double accuracy32(train::mixed_mlp<float>& f, host_model const& h, device_set const& d, bool int8, cuda_exec exec) {
-  for (std::size_t l = 0; l < h.w.size(); ++l) {
-    dense_matrix<float> w(h.w[l].rows(), h.w[l].cols());
-    for (std::int64_t i = 0; i < w.rows(); ++i) {
-      float mx = 0;
-      for (std::int64_t j = 0; j < w.cols(); ++j) mx = std::max(mx, std::fabs(h.w[l](i, j)));
-      float const sc = mx > 0 ? mx / 127.0f : 1.0f;
-      for (std::int64_t j = 0; j < w.cols(); ++j)
-        w(i, j) = int8 ? std::nearbyint(h.w[l](i, j) / sc) * sc : h.w[l](i, j);
-    }
-    f.layer(l).set_weights(exec, w.view(), h.b[l]);
-  }
-  return double(f.count_correct(exec, d.view32(), d.y.data())) / double(d.n);
 }
 
 struct result {
@@ -399,44 +308,16 @@ int run(options const& o, cuda_exec exec) {
   cudaDeviceProp prop{};
   SDNN_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
 
-  // The seeded split of the shipped digits (pixels / 255).
-  auto const img = io::read_idx_images(o.data_dir + "/mnist-10k-images-idx3-ubyte.gz");
-  auto const lab = io::read_idx_labels(o.data_dir + "/mnist-10k-labels-idx1-ubyte.gz");
-  std::int64_t const px = std::int64_t(img.rows) * img.cols;
-  rng64 rng{o.seed};
-  std::vector<std::size_t> perm(static_cast<std::size_t>(img.count));
-  for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = i;
-  shuffle(perm, rng);
-  auto take = [&](std::size_t b, std::int64_t n) {
-    device_set d;
-    d.n = n;
-    d.px = px;
-    std::vector<float> x(static_cast<std::size_t>(n * px));
-    std::vector<bf16> x16(x.size());
-    std::vector<std::int32_t> y(static_cast<std::size_t>(n));
-    for (std::int64_t r = 0; r < n; ++r) {
-      std::size_t const s = perm[b + std::size_t(r)];
-      for (std::int64_t c = 0; c < px; ++c) {
-        x[std::size_t(r * px + c)] = img.pixels[s * std::size_t(px) + std::size_t(c)] / 255.0f;
-        x16[std::size_t(r * px + c)] = bf16(x[std::size_t(r * px + c)]);
-      }
-      y[std::size_t(r)] = lab[s];
-    }
-    d.x16 = to_device(x16.data(), x16.size(), exec);
-    d.x32 = to_device(x.data(), x.size(), exec);
-    d.y = to_device(y.data(), y.size(), exec);
-    SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
-    return d;
-  };
-  device_set const train = take(0, o.train);
-  device_set const test = take(static_cast<std::size_t>(o.train), o.test);
+  auto const digits = load_digits(o.data_dir, o.seed, o.train, o.test, exec);
+  device_set const& train = digits.first;
+  device_set const& test = digits.second;
+  std::int64_t const px = train.px;
   std::vector<std::int64_t> const widths{px, o.hidden, o.hidden, 10};
   std::printf("MLP %lld-%lld-%lld-10, %lld train / %lld test digits (seed %llu), batch %lld, bf16 mixed precision, %s\n",
               (long long)px, (long long)o.hidden, (long long)o.hidden, (long long)o.train, (long long)o.test,
               (unsigned long long)o.seed, (long long)o.batch, prop.name);
 
-  run_context ctx{o, exec, train, test, rng64{o.seed * 7919 + 1}, device_buffer<std::int32_t>(std::size_t(o.train), exec),
-                  device_buffer<bf16>(std::size_t(o.batch * px), exec), device_buffer<std::int32_t>(std::size_t(o.batch), exec)};
+  epoch_runner ctx(train, o.batch, o.inject_nan_step, o.seed * 7919 + 1, last_good, exec);
   train::mixed_options mo;
   mo.max_batch = std::max<std::int64_t>(o.batch, 1000);
   mo.optimizer.lr = o.lr;
@@ -449,7 +330,7 @@ int run(options const& o, cuda_exec exec) {
   std::vector<result> results;
   auto const t_dense = std::chrono::steady_clock::now();
   for (int e = 0; e < o.epochs; ++e) {
-    auto const s = train_epoch(net, ctx);
+    auto const s = ctx.run(net, exec);
     std::printf("dense epoch %d: loss %.4f, test %.4f (loss scale %g, %lld skipped)\n", e + 1, s.mean_loss,
                 accuracy16(net, test, exec), s.loss_scale, (long long)s.skipped);
   }
@@ -464,7 +345,7 @@ int run(options const& o, cuda_exec exec) {
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_dense).count();
     results.push_back(r);
   }
-  double const epoch_s = ctx.device_epoch_seconds / ctx.device_epochs;
+  double const epoch_s = ctx.device_seconds / ctx.epochs;
   std::printf("device training: %.2f ms per epoch (%lld steps of %lld, read back once per epoch)\n", epoch_s * 1e3,
               (long long)(o.train / o.batch), (long long)o.batch);
 
@@ -482,7 +363,7 @@ int run(options const& o, cuda_exec exec) {
       }
       int const ramp = st == "sparse24" ? 1 : o.prune_epochs;
       for (int e = 1; e <= ramp; ++e) {
-        if (st != "sparse24") train_epoch(net, ctx);
+        if (st != "sparse24") ctx.run(net, exec);
         double const s = st == "sparse24" ? 0.5 : train::sparsity_at(0.0, target, e, 0, ramp);
         for (std::size_t l = 0; l + 1 < net.layer_count(); ++l) {
           auto const w = net.layer(l).weights(exec);
@@ -492,7 +373,7 @@ int run(options const& o, cuda_exec exec) {
       for (std::size_t l = 0; l + 1 < net.layer_count(); ++l) net.layer(l).set_group_lasso_penalty(0.0f);
       net.set_optimizer([&] { auto r = mo.optimizer; r.lr = o.finetune_lr; return r; }());
       train::mixed_stats last{};
-      for (int e = 0; e < o.finetune_epochs; ++e) last = train_epoch(net, ctx);
+      for (int e = 0; e < o.finetune_epochs; ++e) last = ctx.run(net, exec);
       host_model h = download(net, exec);
       result r;
       r.structure = st;
