@@ -14,6 +14,7 @@
 // products with an exact zero, so its logits match the full one's to 1e-5 relative (the GEMMs
 // may sum in another order).
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_train_fixtures.hpp"
 
 #include <sdnn/conv/filter_removal.hpp>
 #include <sdnn/conv/nhwc.hpp>
@@ -33,40 +34,13 @@
 namespace sdnn_train_cnn_test {
 using namespace sdnn;
 namespace ref = sdnn::train::reference;
+using sdnn_test::float_options;
+using sdnn_test::random_floats;
+using sdnn_test::rounded;
+using sdnn_test::same_bits;
+using sdnn_test::throws_with;
 
 namespace {
-
-std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(g);
-  return v;
-}
-template <class T>
-std::vector<T> rounded(std::vector<float> const& v) {
-  std::vector<T> o(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) o[i] = T(v[i]);
-  return o;
-}
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-template <class F>
-bool throws_with(F&& f, char const* text) {
-  try {
-    f();
-  } catch (sdnn::error const& e) {
-    return std::string(e.what()).find(text) != std::string::npos;
-  }
-  return false;
-}
-
-train::mixed_options float_options(std::int64_t max_batch) {
-  train::mixed_options o;
-  o.max_batch = max_batch;
-  o.loss_scale = {false, 1.0f};
-  return o;
-}
 
 // n H x W x 1 images whose class (of 4) is the quadrant holding a bright square, with noise.
 struct toy {

@@ -13,6 +13,7 @@
 // relative Frobenius error of each layer's weight gradient is below 5e-2 (bf16 keeps 8 bits;
 // three products and roundings of activations and gradients separate the two).
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_train_fixtures.hpp"
 
 #include <sdnn/train/op/mixed_mlp.cuh>
 #include <sdnn/train/op/structured_sparsity.hpp>
@@ -30,38 +31,13 @@
 namespace sdnn_train_mixed_test {
 using namespace sdnn;
 namespace ref = sdnn::train::reference;
+using sdnn_test::float_options;
+using sdnn_test::random_floats;
+using sdnn_test::rounded;
+using sdnn_test::same_bits;
+using sdnn_test::throws_with;
 
 namespace {
-
-std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(g);
-  return v;
-}
-template <class T>
-std::vector<T> rounded(std::vector<float> const& v) {
-  std::vector<T> o(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) o[i] = T(v[i]);
-  return o;
-}
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-template <class T>
-bool same_bits16(T a, T b) {
-  return std::memcmp(&a, &b, sizeof a) == 0;
-}
-
-// Runs f; true when it threw an sdnn::error whose message contains `text`.
-template <class F>
-bool throws_with(F&& f, char const* text) {
-  try {
-    f();
-  } catch (sdnn::error const& e) {
-    return std::string(e.what()).find(text) != std::string::npos;
-  }
-  return false;
-}
 
 train::step_state state_on_host(train::step_state const* d, cuda_exec ex) {
   return sdnn_test::download(d, 1, ex)[0];
@@ -85,7 +61,7 @@ TEST_CASE("mixed training: forward epilogue and activation backward are bitwise 
     ref::bias_act_forward<bf16>({B, N, N, p.data()}, bias.data(), true, dense_view<bf16>{B, N, N, hy.data()});
     auto got = sdnn_test::download(dy.data(), hy.size(), ex);
     for (std::size_t i = 0; i < hy.size(); ++i)  // a NaN is a NaN whatever its payload
-      REQUIRE((same_bits16(got[i], hy[i]) || (std::isnan(float(got[i])) && std::isnan(float(hy[i])))));
+      REQUIRE((same_bits(got[i], hy[i]) || (std::isnan(float(got[i])) && std::isnan(float(hy[i])))));
 
     // backward with the scale (the logits' layer) and without (a hidden layer with ReLU)
     auto g = random_floats(std::size_t(B * N), 13, -1, 1);
@@ -104,7 +80,7 @@ TEST_CASE("mixed training: forward epilogue and activation backward are bitwise 
                                     dense_view<bf16>{B, N, N, hdp.data()}, hdb.data());
       auto gdp = sdnn_test::download(ddp.data(), hdp.size(), ex);
       auto gdb = sdnn_test::download(ddb.data(), hdb.size(), ex);
-      for (std::size_t i = 0; i < hdp.size(); ++i) REQUIRE(same_bits16(gdp[i], hdp[i]));
+      for (std::size_t i = 0; i < hdp.size(); ++i) REQUIRE(same_bits(gdp[i], hdp[i]));
       for (std::size_t i = 0; i < hdb.size(); ++i) REQUIRE(same_bits(gdb[i], hdb[i]));
     }
   }
@@ -202,7 +178,7 @@ TEST_CASE("mixed training: SGD and Adam steps, masks, skipped steps and the loss
       auto gl = sdnn_test::download(low.data(), n, ex);
       for (std::size_t i = 0; i < n; ++i) {
         REQUIRE(same_bits(gw[i], w[i]));
-        if (!bad) REQUIRE(same_bits16(gl[i], bf16(w[i])));
+        if (!bad) REQUIRE(same_bits(gl[i], bf16(w[i])));
         if (!mask[i]) REQUIRE(gw[i] == 0.0f);
       }
     }
@@ -257,13 +233,6 @@ toy_data make_toy(std::int64_t n, std::int64_t in, std::uint32_t seed) {
       d.x[std::size_t(r * in + j)] = centers[std::size_t(d.y[std::size_t(r)] * in + j)] + 0.7f * nd(g);
   }
   return d;
-}
-
-train::mixed_options float_options(std::int64_t max_batch) {
-  train::mixed_options o;
-  o.max_batch = max_batch;
-  o.loss_scale = {false, 1.0f};
-  return o;
 }
 
 }  // namespace
