@@ -96,9 +96,7 @@ class mixed_cnn {
   mixed_options const& options() const noexcept { return opt_; }
 
   void set_optimizer(optimizer_rule const& o) {
-    detail::check_optimizer(o, "mixed_cnn");
-    SDNN_EXPECTS(o.kind == opt_.optimizer.kind && o.beta1 == opt_.optimizer.beta1 && o.beta2 == opt_.optimizer.beta2,
-                 "mixed_cnn::set_optimizer: only the learning rate, momentum, eps and weight decay may change");
+    detail::check_optimizer_change(opt_.optimizer, o, "mixed_cnn");
     opt_.optimizer = o;
   }
 
@@ -149,16 +147,14 @@ class mixed_cnn {
         kernels::col2im_nhwc(c.dcol.data(), c.s, B, prev.pool ? prev.dout.data() : prev.dy.data(), exec);
       }
     }
-    for (auto& L : layers_) L.unscale_check(exec, st);
-    for (auto& L : layers_) L.add_penalty(exec, st);
+    book_.finish_gradients(exec, layers_);
   }
 
   // The optimizer step of the gradients compute_gradients left (skipped on a non-finite one),
   // then the loss-scale update. Enqueued.
   void apply_step(cuda_exec exec) {
     home_.check(exec, "mixed_cnn::apply_step");
-    for (auto& L : layers_) L.step(exec, opt_.optimizer, book_.state());
-    book_.finish_step(exec, opt_);
+    book_.step(exec, layers_, opt_);
   }
 
   void train_step(cuda_exec exec, dense_view<T const> x, std::int32_t const* labels) {
@@ -176,13 +172,7 @@ class mixed_cnn {
   // batches of max_batch. Synchronises.
   std::int64_t count_correct(cuda_exec exec, dense_view<T const> data, std::int32_t const* labels) {
     home_.check(exec, "mixed_cnn::count_correct");
-    book_.clear_correct(exec);
-    for (std::int64_t r = 0; r < data.rows; r += opt_.max_batch) {
-      std::int64_t const b = std::min(opt_.max_batch, data.rows - r);
-      book_.count_correct(exec, logits(exec, dense_view<T const>{b, data.cols, data.ld, data.data + r * data.ld}),
-                          labels + r);
-    }
-    return book_.correct(exec);
+    return book_.count_correct(exec, opt_.max_batch, data, labels, [&](dense_view<T const> xb) { return logits(exec, xb); });
   }
 
   // The bookkeeping since the previous call; nonfinite_loss naming the step. Synchronises.

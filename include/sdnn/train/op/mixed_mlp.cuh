@@ -346,9 +346,16 @@ inline void check_optimizer(optimizer_rule const& o, char const* who) {
   SDNN_EXPECTS(o.eps > 0.0f && o.weight_decay >= 0.0f, who, ": eps must be > 0 and the weight decay >= 0, got ", o.eps,
                " and ", o.weight_decay);
 }
+// A model's optimizer changed from `from` to `to`: `to` is valid and keeps the kind and the betas.
+inline void check_optimizer_change(optimizer_rule const& from, optimizer_rule const& to, char const* who) {
+  check_optimizer(to, who);
+  SDNN_EXPECTS(to.kind == from.kind && to.beta1 == from.beta1 && to.beta2 == from.beta2, who,
+               "::set_optimizer: only the learning rate, momentum, eps and weight decay may change");
+}
 
 // The device bookkeeping a model's training steps share: the step state (loss scale, counters,
-// the first non-finite loss), the batch loss and the count of correct predictions.
+// the first non-finite loss), the batch loss and the count of correct predictions; and the parts
+// of a step that are the same for every model of mixed_linear layers.
 class step_book {
  public:
   step_book(loss_scale_rule const& ls, cuda_exec exec) : loss_(1, exec), bad_row_(1, exec), correct_(1, exec) {
@@ -366,17 +373,32 @@ class step_book {
                                      bad_row_.data());
     kernels::track_loss(loss_.data(), state_.data(), exec);
   }
-  void finish_step(cuda_exec exec, mixed_options const& opt) {
+  // After the backward of every layer: each one's gradients unscaled and checked, then the
+  // penalties added. Enqueued.
+  template <class Layers>
+  void finish_gradients(cuda_exec exec, Layers& layers) {
+    for (auto& L : layers) L.unscale_check(exec, state());
+    for (auto& L : layers) L.add_penalty(exec, state());
+  }
+  // Every layer's optimizer step (skipped on a non-finite gradient), then the loss-scale update.
+  // Enqueued.
+  template <class Layers>
+  void step(cuda_exec exec, Layers& layers, mixed_options const& opt) {
+    for (auto& L : layers) L.step(exec, opt.optimizer, state());
     kernels::finish_step(state_.data(), opt.loss_scale, opt.optimizer, exec);
   }
 
-  void clear_correct(cuda_exec exec) {
+  // How many of the rows of data are classified as their label, in batches of max_batch rows;
+  // logits(batch) gives a batch's logits (device). Synchronises.
+  template <class T, class Logits>
+  std::int64_t count_correct(cuda_exec exec, std::int64_t max_batch, dense_view<T const> data,
+                             std::int32_t const* labels, Logits&& logits) {
     SDNN_CUDA_CHECK(cudaMemsetAsync(correct_.data(), 0, sizeof(unsigned long long), exec.stream));
-  }
-  void count_correct(cuda_exec exec, dense_view<float const> logits, std::int32_t const* labels) {
-    kernels::count_correct(logits, labels, correct_.data(), exec);
-  }
-  std::int64_t correct(cuda_exec exec) const {  // synchronises
+    for (std::int64_t r = 0; r < data.rows; r += max_batch) {
+      std::int64_t const b = std::min(max_batch, data.rows - r);
+      kernels::count_correct(logits(dense_view<T const>{b, data.cols, data.ld, data.data + r * data.ld}), labels + r,
+                             correct_.data(), exec);
+    }
     unsigned long long c = 0;
     SDNN_CUDA_CHECK(cudaMemcpyAsync(&c, correct_.data(), sizeof(c), cudaMemcpyDeviceToHost, exec.stream));
     SDNN_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
@@ -447,9 +469,7 @@ class mixed_mlp {
   mixed_options const& options() const noexcept { return opt_; }
 
   void set_optimizer(optimizer_rule const& o) {
-    detail::check_optimizer(o, "mixed_mlp");
-    SDNN_EXPECTS(o.kind == opt_.optimizer.kind && o.beta1 == opt_.optimizer.beta1 && o.beta2 == opt_.optimizer.beta2,
-                 "mixed_mlp::set_optimizer: only the learning rate, momentum, eps and weight decay may change");
+    detail::check_optimizer_change(opt_.optimizer, o, "mixed_mlp");
     opt_.optimizer = o;
   }
 
@@ -471,16 +491,14 @@ class mixed_mlp {
       dense_view<float> dx = l == 0 ? dense_view<float>{} : dense_view<float>{B, L.in_features(), L.in_features(), dy_[l - 1].data()};
       L.backward(exec, xin, y_[l].data(), L.out_features(), dy, l + 1 == layers_.size() ? &st->scale : nullptr, dp, dx);
     }
-    for (auto& L : layers_) L.unscale_check(exec, st);
-    for (auto& L : layers_) L.add_penalty(exec, st);
+    book_.finish_gradients(exec, layers_);
   }
 
   // The optimizer step of the gradients compute_gradients left (skipped on a non-finite one),
   // then the loss-scale update. Enqueued.
   void apply_step(cuda_exec exec) {
     home_.check(exec, "mixed_mlp::apply_step");
-    for (auto& L : layers_) L.step(exec, opt_.optimizer, book_.state());
-    book_.finish_step(exec, opt_);
+    book_.step(exec, layers_, opt_);
   }
 
   void train_step(cuda_exec exec, dense_view<T const> x, std::int32_t const* labels) {
@@ -515,13 +533,7 @@ class mixed_mlp {
   // of max_batch. Synchronises.
   std::int64_t count_correct(cuda_exec exec, dense_view<T const> data, std::int32_t const* labels) {
     home_.check(exec, "mixed_mlp::count_correct");
-    book_.clear_correct(exec);
-    for (std::int64_t r = 0; r < data.rows; r += opt_.max_batch) {
-      std::int64_t const b = std::min(opt_.max_batch, data.rows - r);
-      dense_view<T const> xb{b, data.cols, data.ld, data.data + r * data.ld};
-      book_.count_correct(exec, logits(exec, xb), labels + r);
-    }
-    return book_.correct(exec);
+    return book_.count_correct(exec, opt_.max_batch, data, labels, [&](dense_view<T const> xb) { return logits(exec, xb); });
   }
 
   // The bookkeeping since the previous call (the loss mean restarts). Throws nonfinite_loss,
