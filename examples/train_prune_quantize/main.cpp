@@ -8,6 +8,7 @@
 // (keeps each CSR pattern), ops::prune_csr_magnitude, quantize_int8 / quantize_codebook4 and
 // ops::quantized_dense_sparse_spmm (inference that decodes the weights on the fly).
 // Run with --help for the options.
+#include <sdnn/core/random.hpp>
 #include <sdnn/formats/quantized.hpp>
 #include <sdnn/io/mnist_idx.hpp>
 #include <sdnn/linear/op/quantized_spmm.hpp>
@@ -63,23 +64,6 @@ void usage() {
                "  --json FILE --markdown FILE   write the results; --commit C --machine M are recorded\n";
 }
 
-// A deterministic generator whose numbers do not depend on the standard library (splitmix64).
-struct rng64 {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }  // [0, 1)
-  std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
-};
-template <class V>
-void shuffle(V& v, rng64& r) {
-  for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[r.below(i)]);
-}
-
 struct layer {
   csr w;
   std::vector<float> bias, vw, vb;  // velocities
@@ -88,7 +72,7 @@ struct mlp {
   std::vector<layer> l;
 };
 
-csr dense_csr(int in, int out, rng64& r) {
+csr dense_csr(int in, int out, splitmix64& r) {
   csr w(in, out, in * out);
   float const a = static_cast<float>(std::sqrt(6.0 / in));  // He uniform
   for (int i = 0; i <= in; ++i) w.row_ptr()[i] = i * out;
@@ -127,7 +111,7 @@ dense_matrix<float> rows_of(dense_matrix<float> const& x, std::vector<std::size_
 }
 
 // One epoch of minibatch SGD; returns the mean training loss.
-double train_epoch(mlp& m, dataset const& d, options const& o, double lr, rng64& r) {
+double train_epoch(mlp& m, dataset const& d, options const& o, double lr, splitmix64& r) {
   std::vector<std::size_t> order(d.y.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   shuffle(order, r);
@@ -336,7 +320,7 @@ int main(int argc, char** argv) try {
   auto const img = io::read_idx_images(o.data_dir + "/mnist-10k-images-idx3-ubyte.gz");
   auto const lab = io::read_idx_labels(o.data_dir + "/mnist-10k-labels-idx1-ubyte.gz");
   std::int64_t const px = std::int64_t(img.rows) * img.cols;
-  rng64 rng{o.seed};
+  splitmix64 rng{o.seed};
   std::vector<std::size_t> perm(static_cast<std::size_t>(img.count));
   for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = i;
   shuffle(perm, rng);

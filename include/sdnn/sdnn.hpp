@@ -17,6 +17,7 @@
 #include "sdnn/core/memory.hpp"
 #include "sdnn/core/numeric.hpp"
 #include "sdnn/core/plan.hpp"
+#include "sdnn/core/random.hpp"
 #include "sdnn/core/types.hpp"
 #include "sdnn/core/weight_placement.hpp"
 

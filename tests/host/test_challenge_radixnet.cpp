@@ -154,7 +154,7 @@ TEST_CASE("radixnet_layer: block 0 equals the official block 0; permutations are
   // changes every generated network.
   auto const q = data::radixnet_permutation(1024, 1, 0);
   CHECK(std::vector<std::int32_t>(q.begin(), q.begin() + 4) == std::vector<std::int32_t>{933, 165, 1018, 321});
-  CHECK(data::detail::splitmix64{0}.next() == 0xE220A8397B1DCDAFull);
+  CHECK(sdnn::splitmix64{0}.next() == 0xE220A8397B1DCDAFull);
   REQUIRE_THROWS_AS(data::radixnet_permutation(1024, -1, 0), sdnn::error);
   REQUIRE_THROWS_AS(data::radixnet_layer(1024, -1, 0), sdnn::error);
 }

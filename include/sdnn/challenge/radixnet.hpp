@@ -15,6 +15,7 @@
 
 #include "sdnn/core/config.hpp"
 #include "sdnn/core/error.hpp"
+#include "sdnn/core/random.hpp"
 #include "sdnn/challenge/official_1024_permutations.hpp"
 #include "sdnn/formats/csr.hpp"
 
@@ -46,17 +47,6 @@ inline std::int32_t radixnet_block_layers(std::int32_t neurons) {
 }
 
 namespace detail {
-
-// splitmix64 (Steele, Lea, Flood 2014): one 64-bit state, portable, host and device.
-struct splitmix64 {
-  std::uint64_t state;
-  SDNN_HOST_DEVICE std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-};
 
 // Column k (0..31, ascending) of a row whose block-0 residue is p, in layer t of a block
 // with stride s = 2^(t-1) and M = N / 16. The row's residues are q_lo < q_hi
@@ -111,11 +101,8 @@ inline std::vector<std::int32_t> radixnet_permutation(std::int32_t neurons, std:
   std::vector<std::int32_t> perm(static_cast<std::size_t>(neurons));
   std::iota(perm.begin(), perm.end(), 0);
   if (block == 0) return perm;
-  detail::splitmix64 rng{seed + static_cast<std::uint64_t>(block) * 0x9E3779B97F4A7C15ull};
-  for (std::int32_t i = neurons - 1; i > 0; --i) {
-    std::uint64_t const j = rng.next() % static_cast<std::uint64_t>(i + 1);
-    std::swap(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(j)]);
-  }
+  ::sdnn::splitmix64 rng{seed + static_cast<std::uint64_t>(block) * 0x9E3779B97F4A7C15ull};
+  ::sdnn::shuffle(perm, rng);
   return perm;
 }
 

@@ -26,6 +26,7 @@
 #include "sdnn/core/exec.hpp"
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/numeric.hpp"
+#include "sdnn/core/random.hpp"
 #include "sdnn/formats/dense.hpp"
 #include "sdnn/linear/vendor/cublas.cuh"
 #include "sdnn/train/kernel/mixed_precision.cuh"
@@ -104,18 +105,6 @@ inline void zero(float* p, std::size_t n, cuda_exec exec) {
   if (n) SDNN_CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(float), exec.stream));
 }
 
-// A deterministic generator independent of the standard library (splitmix64).
-struct splitmix64 {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
-};
-
 }  // namespace detail
 
 // Y = act(X W^T + b) with W out x in (the nn.Linear layout), trained in mixed precision.
@@ -125,12 +114,12 @@ class mixed_linear {
                 "mixed_linear: T must be float, sdnn::bf16 or sdnn::fp16");
 
  public:
-  // He-uniform weights from splitmix64(seed), zero bias.
+  // He-uniform weights from splitmix64{seed} (core/random.hpp), zero bias.
   mixed_linear(std::int64_t in, std::int64_t out, bool relu, std::uint64_t seed, cuda_exec exec)
       : in_(in), out_(out), relu_(relu), home_{exec.stream} {
     SDNN_EXPECTS(in >= 1 && out >= 1, "mixed_linear: the layer must be at least 1 x 1, got ", out, " x ", in);
     dense_matrix<float> w(out, in);
-    detail::splitmix64 r{seed};
+    splitmix64 r{seed};
     double const a = std::sqrt(6.0 / double(in));
     for (std::int64_t i = 0; i < out; ++i)
       for (std::int64_t j = 0; j < in; ++j) w(i, j) = static_cast<float>((2.0 * r.uniform() - 1.0) * a);
