@@ -8,9 +8,11 @@
 #include <sdnn/core/cuda.cuh>
 #include <sdnn/core/exec.hpp>
 #include <sdnn/core/memory.cuh>
+#include <sdnn/core/random.hpp>
 #include <sdnn/io/mnist_idx.hpp>
 #include <sdnn/train/kernel/mixed_precision.cuh>
 #include <sdnn/train/op/mixed_mlp.cuh>
+#include <sdnn/train/op/structured_sparsity.hpp>
 
 #include <cuda_runtime.h>
 
@@ -18,8 +20,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
+#include <fstream>
+#include <iostream>
 #include <limits>
+#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -33,6 +39,8 @@ using sdnn::dense_matrix;
 using sdnn::dense_view;
 using sdnn::device_buffer;
 using sdnn::fp16;
+using sdnn::shuffle;
+using sdnn::splitmix64;
 
 template <class T>
 std::vector<T> split_list(std::string const& s) {
@@ -48,20 +56,93 @@ std::vector<T> split_list(std::string const& s) {
   return out;
 }
 
-// splitmix64, as the library's initialisation uses: the split and the batch order.
-struct rng64 {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
+// The options both training examples take; each example sets its own defaults (in its options'
+// constructor) and adds its own.
+struct training_options {
+  std::int64_t batch = 128, train = 8000, test = 2000;
+  int epochs = 8, prune_epochs = 4, finetune_epochs = 3;
+  float lr = 1e-3f, finetune_lr = 3e-4f, penalty = 0.0f;
+  std::vector<std::string> structures;
+  std::vector<double> sparsities{0.75, 0.9, 0.95};
+  std::vector<std::int64_t> bench_batches;
+  int reps = 30;
+  std::int64_t inject_nan_step = -1;  // a test of the stop path: a NaN weight before this step
+  std::uint64_t seed = 1;
+  double min_accuracy = 0;
+  std::string data_dir, model_dir = ".", json, markdown, commit = "unknown";
 };
-template <class V>
-void shuffle(V& v, rng64& r) {
-  for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[r.below(i)]);
+
+// argv into o: own(key, value) takes the example's own options (true: taken), the shared ones
+// are read here; false after --help (usage() printed). Then the shared checks, which a user sees
+// before any training: sizes, epochs, the structures among `known`, learning rates, penalty and
+// sparsities (train::check_options).
+template <class Own>
+bool parse_training_options(int argc, char** argv, training_options& o, std::vector<std::string> const& known,
+                            void (*usage)(), Own&& own) {
+  for (int i = 1; i < argc; ++i) {
+    std::string const k = argv[i];
+    if (k == "--help" || k == "-h") {
+      usage();
+      return false;
+    }
+    if (i + 1 >= argc) throw std::runtime_error("option " + k + " needs a value (--help lists them)");
+    std::string const v = argv[++i];
+    if (own(k, v)) continue;
+    if (k == "--batch") o.batch = std::stoll(v);
+    else if (k == "--epochs") o.epochs = std::stoi(v);
+    else if (k == "--prune-epochs") o.prune_epochs = std::stoi(v);
+    else if (k == "--finetune-epochs") o.finetune_epochs = std::stoi(v);
+    else if (k == "--lr") o.lr = std::stof(v);
+    else if (k == "--finetune-lr") o.finetune_lr = std::stof(v);
+    else if (k == "--penalty") o.penalty = std::stof(v);
+    else if (k == "--structures") o.structures = split_list<std::string>(v);
+    else if (k == "--sparsities") o.sparsities = split_list<double>(v);
+    else if (k == "--bench-batches") o.bench_batches = split_list<std::int64_t>(v == "0" ? "" : v);
+    else if (k == "--reps") o.reps = std::stoi(v);
+    else if (k == "--train") o.train = std::stoll(v);
+    else if (k == "--test") o.test = std::stoll(v);
+    else if (k == "--seed") o.seed = std::stoull(v);
+    else if (k == "--min-accuracy") o.min_accuracy = std::stod(v);
+    else if (k == "--inject-nan-step") o.inject_nan_step = std::stoll(v);
+    else if (k == "--data") o.data_dir = v;
+    else if (k == "--model-dir") o.model_dir = v;
+    else if (k == "--json") o.json = v;
+    else if (k == "--markdown") o.markdown = v;
+    else if (k == "--commit") o.commit = v;
+    else throw std::runtime_error("unknown option " + k + " (--help lists them)");
+  }
+  SDNN_EXPECTS(o.batch >= 1 && o.train >= o.batch && o.test >= 1 && o.train + o.test <= 10000,
+               "need 1 <= batch <= train, test >= 1 and train + test <= 10000");
+  SDNN_EXPECTS(o.epochs >= 1 && o.prune_epochs >= 1 && o.finetune_epochs >= 0 && o.reps >= 1,
+               "need epochs >= 1, prune-epochs >= 1, finetune-epochs >= 0, reps >= 1");
+  for (auto const& st : o.structures)
+    SDNN_EXPECTS(std::find(known.begin(), known.end(), st) != known.end(), "unknown structure '", st, "'");
+  for (double sp : o.sparsities) sdnn::train::check_options({o.lr, o.penalty, sp});
+  sdnn::train::check_options({o.finetune_lr, 0.0, 0.0});
+  return true;
+}
+
+// f(exec) on a new non-blocking stream, synchronised and destroyed after; f's result.
+template <class F>
+int run_on_stream(F&& f) {
+  cudaStream_t stream;
+  SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  int const rc = f(cuda_exec{stream});
+  SDNN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  SDNN_CUDA_CHECK(cudaStreamDestroy(stream));
+  return rc;
+}
+
+// The report: the Markdown table to stdout, then each model's paths per timed batch; the JSON and
+// the Markdown to their files where o names them.
+template <class Results>
+void write_report(std::string const& md, std::string const& js, Results const& results, training_options const& o) {
+  std::cout << "\n" << md;
+  for (auto const& r : results)
+    for (std::size_t k = 0; k < r.paths.size(); ++k)
+      std::printf("%s b%lld: %s\n", r.name.c_str(), (long long)o.bench_batches[k], r.paths[k].c_str());
+  if (!o.json.empty()) std::ofstream(o.json) << js;
+  if (!o.markdown.empty()) std::ofstream(o.markdown) << md;
 }
 
 // A split of the digits on the device: bf16 (training), float (evaluation), fp16 (inference), the
@@ -77,7 +158,7 @@ struct device_set {
   dense_view<float const> view32() const { return {n, px, px, x32.data()}; }
 };
 
-// The seeded split of the shipped 10000 digits (pixels / 255): shuffled by rng64{seed}, the first
+// The seeded split of the shipped 10000 digits (pixels / 255): shuffled by splitmix64{seed}, the first
 // n_train for training, the next n_test for testing.
 inline std::pair<device_set, device_set> load_digits(std::string const& dir, std::uint64_t seed, std::int64_t n_train,
                                                      std::int64_t n_test, cuda_exec exec) {
@@ -86,7 +167,7 @@ inline std::pair<device_set, device_set> load_digits(std::string const& dir, std
   std::int64_t const px = std::int64_t(img.rows) * img.cols;
   SDNN_EXPECTS(n_train + n_test <= std::int64_t(img.count), "the split needs ", n_train + n_test, " digits, the file has ",
                img.count);
-  rng64 rng{seed};
+  splitmix64 rng{seed};
   std::vector<std::size_t> perm(static_cast<std::size_t>(img.count));
   for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = i;
   shuffle(perm, rng);
@@ -152,7 +233,7 @@ struct epoch_runner {
   device_set const& train;
   std::int64_t batch;
   std::int64_t inject_nan_step;  // a test of the stop path: a NaN weight before this step (-1: none)
-  rng64 order_rng;
+  splitmix64 order_rng;
   device_buffer<std::int32_t> order, yb;
   device_buffer<bf16> xb;
   double device_seconds = 0;

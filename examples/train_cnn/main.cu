@@ -41,19 +41,15 @@ using namespace sdnn_example;
 
 namespace {
 
-struct options {
+struct options : training_options {
   std::vector<std::int64_t> channels{64, 128, 128};
-  std::int64_t batch = 128, train = 8000, test = 2000;
-  int epochs = 8, prune_epochs = 4, finetune_epochs = 3;
-  float lr = 1e-3f, finetune_lr = 3e-4f, penalty = 2e-4f;
-  std::vector<std::string> structures{"channel_blocks", "filters", "unstructured", "sparse24"};
-  std::vector<double> sparsities{0.75, 0.9, 0.95};
-  std::vector<std::int64_t> bench_batches{1, 32, 128, 1024};
-  int reps = 50;
-  std::int64_t inject_nan_step = -1;
-  std::uint64_t seed = 1;
-  double min_accuracy = 0;
-  std::string data_dir = SDNN_EXAMPLE_DATA_DIR, model_dir = ".", json, markdown, commit = "unknown";
+  options() {
+    penalty = 2e-4f;
+    structures = {"channel_blocks", "filters", "unstructured", "sparse24"};
+    bench_batches = {1, 32, 128, 1024};
+    reps = 50;
+    data_dir = SDNN_EXAMPLE_DATA_DIR;
+  }
 };
 
 void usage() {
@@ -84,53 +80,19 @@ void usage() {
 }
 
 bool parse(int argc, char** argv, options& o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string const k = argv[i];
-    if (k == "--help" || k == "-h") {
-      usage();
-      return false;
-    }
-    if (i + 1 >= argc) throw std::runtime_error("option " + k + " needs a value (--help lists them)");
-    std::string const v = argv[++i];
-    if (k == "--channels") o.channels = split_list<std::int64_t>(v);
-    else if (k == "--batch") o.batch = std::stoll(v);
-    else if (k == "--epochs") o.epochs = std::stoi(v);
-    else if (k == "--prune-epochs") o.prune_epochs = std::stoi(v);
-    else if (k == "--finetune-epochs") o.finetune_epochs = std::stoi(v);
-    else if (k == "--lr") o.lr = std::stof(v);
-    else if (k == "--finetune-lr") o.finetune_lr = std::stof(v);
-    else if (k == "--penalty") o.penalty = std::stof(v);
-    else if (k == "--structures") o.structures = split_list<std::string>(v);
-    else if (k == "--sparsities") o.sparsities = split_list<double>(v);
-    else if (k == "--bench-batches") o.bench_batches = split_list<std::int64_t>(v == "0" ? "" : v);
-    else if (k == "--reps") o.reps = std::stoi(v);
-    else if (k == "--train") o.train = std::stoll(v);
-    else if (k == "--test") o.test = std::stoll(v);
-    else if (k == "--seed") o.seed = std::stoull(v);
-    else if (k == "--min-accuracy") o.min_accuracy = std::stod(v);
-    else if (k == "--inject-nan-step") o.inject_nan_step = std::stoll(v);
-    else if (k == "--data") o.data_dir = v;
-    else if (k == "--model-dir") o.model_dir = v;
-    else if (k == "--json") o.json = v;
-    else if (k == "--markdown") o.markdown = v;
-    else if (k == "--commit") o.commit = v;
-    else throw std::runtime_error("unknown option " + k + " (--help lists them)");
-  }
+  if (!parse_training_options(argc, argv, o, {"channel_blocks", "filters", "unstructured", "sparse24"}, usage,
+                              [&](std::string const& k, std::string const& v) {
+                                if (k != "--channels") return false;
+                                o.channels = split_list<std::int64_t>(v);
+                                return true;
+                              }))
+    return false;
   SDNN_EXPECTS(o.channels.size() >= 2 && o.channels.size() <= 3, "--channels takes two or three layers (each pools, "
                "28 -> 14 -> 7 -> 3), got ", o.channels.size());
   for (std::size_t l = 0; l < o.channels.size(); ++l)
     SDNN_EXPECTS(o.channels[l] >= 32 && o.channels[l] % 32 == 0 && o.channels[l] <= 1024,
                  "--channels: every layer needs a multiple of 32 channels in [32, 1024], got ", o.channels[l]);
-  SDNN_EXPECTS(o.batch >= 1 && o.train >= o.batch && o.test >= 1 && o.train + o.test <= 10000,
-               "need 1 <= batch <= train, test >= 1 and train + test <= 10000");
-  SDNN_EXPECTS(o.epochs >= 1 && o.prune_epochs >= 1 && o.finetune_epochs >= 0 && o.reps >= 1,
-               "need epochs >= 1, prune-epochs >= 1, finetune-epochs >= 0, reps >= 1");
-  for (auto const& s : o.structures)
-    SDNN_EXPECTS(s == "channel_blocks" || s == "filters" || s == "unstructured" || s == "sparse24",
-                 "unknown structure '", s, "'");
   for (auto n : o.bench_batches) SDNN_EXPECTS(n >= 1 && n <= 1024, "--bench-batches: each in [1, 1024], got ", n);
-  for (double s : o.sparsities) train::check_options({o.lr, o.penalty, s});
-  train::check_options({o.finetune_lr, 0.0, 0.0});
   return true;
 }
 
@@ -560,12 +522,7 @@ int run(options const& o, cuda_exec exec) {
     md << ". ";
   }
   md << "Device training: " << epoch_s * 1e3 << " ms per epoch.\n";
-  std::cout << "\n" << md.str();
-  for (std::size_t i = 0; i < results.size(); ++i)
-    for (std::size_t k = 0; k < results[i].paths.size(); ++k)
-      std::printf("%s b%lld: %s\n", results[i].name.c_str(), (long long)o.bench_batches[k], results[i].paths[k].c_str());
-  if (!o.json.empty()) std::ofstream(o.json) << js.str();
-  if (!o.markdown.empty()) std::ofstream(o.markdown) << md.str();
+  write_report(md.str(), js.str(), results, o);
   return below ? 1 : 0;
 }
 
@@ -575,12 +532,7 @@ int main(int argc, char** argv) try {
   options o;
   if (!parse(argc, argv, o)) return 0;
   checkpoint_path = o.model_dir + "/train_cnn_checkpoint.sdnn";
-  cudaStream_t stream;
-  SDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  int const rc = run(o, cuda_exec{stream});
-  SDNN_CUDA_CHECK(cudaStreamSynchronize(stream));
-  SDNN_CUDA_CHECK(cudaStreamDestroy(stream));
-  return rc;
+  return run_on_stream([&](cuda_exec exec) { return run(o, exec); });
 } catch (train::nonfinite_loss const& e) {
   std::cerr << "train_cnn: " << e.what() << "\n";
   if (!last_good.w.empty()) {
