@@ -3,22 +3,25 @@
 // and ReLU, and the VGG-16 convolution stack end to end. Paths per layer: cuDNN (its best algorithm,
 // bias + ReLU fused or as a separate pass, whichever it timed faster), cuDNN's convolution alone,
 // sdnn's implicit GEMM dense, with channel blocks (64 x 32, 32 x 32 and 16 x 16 output x input
-// channels shared by all taps) at each --sparsity, the automatic plan on the same weights, and
-// whole filters and input channels removed (cuDNN on the compact layer). The baseline of every
+// channels shared by all taps) at each --sparsity, with the filter 2:4 along R*S*C (mma.sp), the
+// automatic plan on the same weights, and whole filters and input channels removed (cuDNN on the
+// compact layer). The baseline of every
 // speedup is the faster of the two cuDNN rows. L2 flushed before every timed launch, median of
 // --reps after two warm-up runs. One JSON line per (layer, batch, type, path) (family "conv16");
 // benchmarks/plot_conv16.py draws the PNG. Options: --layers=vgg,resnet --batch=1,16,128
 // --types=fp16,bf16 --sparsity=0.75,0.9 --reps=20 --mode=layers|stack|both --blocks=64x32,32x32,16x16
-// --sdnn-dense=1 --commit=HASH --only=NAME (one layer, by name).
+// --sdnn-dense=1 --sparse24=1 --commit=HASH --only=NAME (one layer, by name).
 #include <cuda_runtime.h>
 
 #include <sdnn/conv/filter_removal.hpp>
 #include <sdnn/conv/gemm_weights.hpp>
 #include <sdnn/conv/op/conv16_auto.cuh>
+#include <sdnn/conv/op/sparse24_conv.cuh>
 #include <sdnn/conv/op/tc_conv.cuh>
 #include <sdnn/conv/vendor/cudnn16.cuh>
 #include <sdnn/core/memory.cuh>
 #include <sdnn/core/plan.cuh>
+#include <sdnn/train/op/prune_sparse24.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -90,6 +93,7 @@ struct options {
   std::string commit = "unknown", only, mode = "both";  // mode: layers, stack or both
   std::vector<std::pair<int, int>> blocks{{64, 32}, {32, 32}, {16, 16}};  // channel blocks, output x input
   bool sdnn_dense = true;  // time sdnn's dense implicit GEMM too
+  bool sparse24 = true;    // the 2:4 rows (and a 2:4 stack)
 };
 options g_opt;
 
@@ -122,6 +126,7 @@ void parse(int argc, char** argv) {
     else if (auto v = val("--only=")) g_opt.only = v;
     else if (auto v = val("--mode=")) g_opt.mode = v;
     else if (auto v = val("--sdnn-dense=")) g_opt.sdnn_dense = std::atoi(v) != 0;
+    else if (auto v = val("--sparse24=")) g_opt.sparse24 = std::atoi(v) != 0;
     else if (auto v = val("--blocks=")) {  // e.g. 64x32,32x32
       g_opt.blocks.clear();
       for (auto const& t : split(v)) g_opt.blocks.push_back({std::stoi(t), std::stoi(t.substr(t.find('x') + 1))});
@@ -327,6 +332,29 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
     }
     rows.push_back(r);
   }
+  // 2:4 along R*S*C by magnitude (half of every filter): the mma.sp implicit GEMM and the automatic
+  // plan, checked against cuDNN on the same pruned weights.
+  if (g_opt.sparse24) {
+    target = 0.5;
+    auto const w24 = to_dense(ops::prune_sparse24(std::as_const(wg).view()));
+    try {
+      vendor::cudnn_conv2d_nhwc<T> ref(s, batch, std::as_const(w24).view(), bias, true, false, ex);
+      ref.run(ex, dx.data(), dref.data());
+    } catch (std::exception const&) {
+    }
+    row r{"sdnn_tc_sparse24", "2:4", 0.5, target};
+    try {
+      ops::sparse24_conv_plan<T> plan(s, sparse24_from_dense(std::as_const(w24).view()), ex);
+      r.t = measure([&] { plan.run(ex, dx.data(), batch, dy.data(), epi); });
+      r.check = max_rel_diff(dy.data(), dref.data(), yout);
+      r.note = plan.describe(batch);
+    } catch (std::exception const& e) {
+      r.note = std::string("failed: ") + e.what();
+      r.t = {NAN, NAN};
+    }
+    rows.push_back(r);
+    auto_time(w24, "2:4", 0.5);
+  }
 
   // The baseline: the faster of cuDNN with its epilogue and cuDNN's convolution alone.
   double const base = std::min(rows[0].t.med_s, rows[1].t.med_s);
@@ -450,6 +478,18 @@ void run_stack(std::int64_t batch) {
       }
       emit("automatic", st, blocks ? 1.0 - double(kept) / double(blocks) : 0.0, time_stack(plans), chosen);
     }
+  if (g_opt.sparse24) {  // every layer 2:4 along R*S*C (conv1_1's 27 taps x channels included)
+    target = 0.5;
+    std::vector<std::unique_ptr<ops::conv16_auto_plan<T>>> plans;
+    std::string chosen;
+    for (std::size_t i = 0; i < net.size(); ++i) {
+      auto const w = to_dense(ops::prune_sparse24(std::as_const(dense[i]).view()));
+      plans.push_back(std::make_unique<ops::conv16_auto_plan<T>>(net[i].s, batch, std::as_const(w).view(), biases[i],
+                                                                  true, net[i].pool, ex));
+      chosen += std::string(i ? " " : "") + ops::conv16_path_name(plans.back()->path());
+    }
+    emit("automatic", "2:4", 0.5, time_stack(plans), chosen);
+  }
 }
 
 }  // namespace

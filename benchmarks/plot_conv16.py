@@ -8,8 +8,8 @@ Writes
               each sparsity asked for, cell = speedup of `automatic` over cuDNN of the same type, layer
               and batch measured in the same process (the faster of cuDNN with bias + ReLU and its
               convolution alone: the bench's speedup_vs_cudnn), annotated with the value and a tag of
-              the path it chose; a second row of panels gives the sdnn block kernel's speedup;
-  --md FILE   a Markdown table: per (layer, batch, type), cuDNN's time, and per structure the sdnn block
+              the path it chose; a second row of panels gives sdnn's kernel's speedup (block or 2:4);
+  --md FILE   a Markdown table: per (layer, batch, type), cuDNN's time, and per structure the sdnn
               kernel's, the automatic plan's (with its choice) and the compact (filters removed) cuDNN
               layer's speedups over that cuDNN time.
 Lines of a later run replace those of an earlier one with the same key.
@@ -72,13 +72,16 @@ def main():
     layers = list(OrderedDict.fromkeys(r["layer"] for r in rows if r["layer"] != "vgg16_stack"))
     if any(r["layer"] == "vgg16_stack" for r in rows):
         layers.append("vgg16_stack")
-    cols = sorted({(r["structure"], target(r)) for r in rows if r["path"] in ("automatic", "sdnn_tc_blocks")},
+    kernels = ("sdnn_tc_blocks", "sdnn_tc_sparse24")  # sdnn's kernel for the column's structure
+    cols = sorted({(r["structure"], target(r)) for r in rows if r["path"] in ("automatic",) + kernels},
                   key=lambda c: (c[0] != "dense", c[0], c[1]))
 
     def cell(layer, batch, typ, path, col):
         best = None
         for r in rows:
-            if (r["layer"], int(r["batch"]), r["type"], r["path"]) != (layer, batch, typ, path):
+            if (r["layer"], int(r["batch"]), r["type"]) != (layer, batch, typ):
+                continue
+            if r["path"] != path and not (path == "kernel" and r["path"] in kernels):
                 continue
             if (r["structure"], target(r)) != col or not r.get("time_us") or not r.get("speedup_vs_cudnn"):
                 continue
@@ -93,7 +96,7 @@ def main():
     fig, axes = plt.subplots(2, len(groups), figsize=(3.2 + 1.1 * len(cols) * len(groups), 1.5 + 0.42 * len(layers) * 2),
                              squeeze=False)
     for gi, (typ, batch) in enumerate(groups):
-        for pi, path in enumerate(("automatic", "sdnn_tc_blocks")):
+        for pi, path in enumerate(("automatic", "kernel")):
             ax = axes[pi][gi]
             m = np.full((len(layers), len(cols)), np.nan)
             labels = [["" for _ in cols] for _ in layers]
@@ -113,7 +116,7 @@ def main():
             ax.set_xticklabels([f"{st}\n{sp:.2f}" if st != "dense" else "dense" for st, sp in cols], fontsize=7)
             ax.set_yticks(range(len(layers)))
             ax.set_yticklabels(layers, fontsize=7)
-            what = "automatic" if path == "automatic" else "sdnn block kernel"
+            what = "automatic" if path == "automatic" else "sdnn block / 2:4 kernel"
             ax.set_title(f"{typ}, batch {batch}: {what} / cuDNN {typ}", fontsize=8)
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="log2 speedup over cuDNN (same type, same run)")
     first = rows[0]
@@ -127,10 +130,10 @@ def main():
             f.write(f"# bench_conv16: {first['gpu']}, CUDA {first['cuda_runtime']}, {first['date']}, commit "
                     f"{first['commit']}\n\nSpeedup over cuDNN of the same type (same layer, batch and process; the faster of cuDNN with "
                     "bias + ReLU and its convolution alone; L2 flushed, median). asked / pruned: the sparsity asked "
-                    "for and the share of channel blocks the pruning dropped (few blocks round it); blocks: the sdnn "
-                    "block kernel; auto: the automatic plan (its choice); compact: cuDNN on the layer with whole "
+                    "for and the share of channel blocks the pruning dropped (few blocks round it; 2:4 drops half); "
+                    "kernel: the sdnn block kernel (2:4: the mma.sp kernel); auto: the automatic plan (its choice); compact: cuDNN on the layer with whole "
                     "filters and input channels removed to about the same weight count.\n\n")
-            f.write("| layer | batch | type | cuDNN us | structure | asked | pruned | blocks | auto | compact |\n")
+            f.write("| layer | batch | type | cuDNN us | structure | asked | pruned | kernel | auto | compact |\n")
             f.write("|---|---|---|---|---|---|---|---|---|---|\n")
             for layer in layers:
                 for typ, batch in groups:
@@ -138,7 +141,7 @@ def main():
                     for col in cols:
                         if col[0] == "dense":
                             continue
-                        bl = cell(layer, batch, typ, "sdnn_tc_blocks", col)
+                        bl = cell(layer, batch, typ, "kernel", col)
                         au = cell(layer, batch, typ, "automatic", col)
                         if not bl and not au:
                             continue

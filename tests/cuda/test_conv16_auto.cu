@@ -1,5 +1,5 @@
 // The automatic 16-bit convolution on the device: every path it can choose (forced through the
-// allowed mask) and its own choice against the host reference on the same rounded inputs, with
+// allowed mask; the 2:4 path on 2:4 filters) and its own choice against the host reference on the same rounded inputs, with
 // bias, ReLU and the 2x2 pool; the choice, its reason and the process cache; refusals.
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_tc_fixtures.hpp"
@@ -8,6 +8,7 @@
 #include <sdnn/conv/gemm_weights.hpp>
 #include <sdnn/conv/op/conv16_auto.cuh>
 #include <sdnn/conv/reference/conv2d_nhwc.hpp>
+#include <sdnn/train/op/prune_sparse24.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -127,6 +128,29 @@ TEMPLATE_TEST_CASE("conv16_auto: the fused cuBLASLt path of 1x1 layers against t
     dense_matrix<T> wb(bad.K, bad.filter_size());
     CHECK(error_text([&] { ops::conv16_auto_plan<T> p(bad, 1, std::as_const(wb).view(), {}, true, false, ex, o); })
               .find("no allowed path") != std::string::npos);
+  }
+}
+
+TEMPLATE_TEST_CASE("conv16_auto: the 2:4 path against the reference, offered only for 2:4 filters",
+                   "[cuda][conv16_auto]", bf16, fp16) {
+  using T = TestType;
+  // 3x3 over 64 channels, a first layer (C = 3: groups of four cross the taps) and a strided layer.
+  for (auto const& s : {conv::conv_shape::conv2d(64, 10, 9, 64, 3, 3, 1, 1), conv::conv_shape::conv2d(3, 17, 15, 32, 3, 3, 1, 1),
+                        conv::conv_shape::conv2d(32, 12, 11, 48, 3, 3, 2, 0)}) {
+    dense_matrix<T> w(s.K, s.filter_size());
+    auto const v = sdnn_test::random_vector<T>(s.K * s.filter_size(), 41, -0.3f, 0.3f);
+    std::copy(v.begin(), v.end(), w.values().begin());
+    auto const w24 = to_dense(ops::prune_sparse24(std::as_const(w).view()));
+    for (bool pool : {false, true}) {
+      CHECK(check<T>(s, 2, w24, pool, only(ops::conv16_path::tc_sparse24), 42) == std::string("tc_sparse24"));
+      check<T>(s, 2, w24, pool, ops::conv16_all_paths, 43);  // the plan's own choice
+    }
+    stream_guard sg;
+    auto ex = sg.exec();
+    ops::conv16_auto_options o;
+    o.allowed = only(ops::conv16_path::tc_sparse24);
+    CHECK(error_text([&] { ops::conv16_auto_plan<T> p(s, 1, std::as_const(w).view(), {}, true, false, ex, o); })
+              .find("no allowed path") != std::string::npos);  // the dense filter is not 2:4
   }
 }
 

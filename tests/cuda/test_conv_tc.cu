@@ -1,5 +1,6 @@
-// The tensor-core convolution (implicit GEMM over NHWC) on the device: every weight format, both
-// value types and both output types against the host reference, which builds the im2col matrix
+// The tensor-core convolution (implicit GEMM over NHWC) on the device: every weight format (2:4
+// filters through sparse24_conv_plan included), both value types and both output types against the
+// host reference, which builds the im2col matrix
 // explicitly (conv::im2col_nhwc) and runs the linear reference on it (the same rounded inputs, sums
 // in float). Odd channel counts (the element-wise gather), stride, padding, dilation, 1x1, batch 1
 // and 3, K not a multiple of any tile, an empty-block filter; identical bits on a second run;
@@ -9,10 +10,12 @@
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/conv/nhwc.hpp>
+#include <sdnn/conv/op/sparse24_conv.cuh>
 #include <sdnn/conv/op/tc_conv.cuh>
 #include <sdnn/formats/block_sparse.hpp>
 #include <sdnn/formats/tile_offsets.hpp>
 #include <sdnn/linear/reference/tc_linear.hpp>
+#include <sdnn/train/op/prune_sparse24.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -46,16 +49,17 @@ dense_matrix<T> random_filter(conv::conv_shape const& s, unsigned seed, double k
   return w;
 }
 
-// Runs the plan on a random NHWC input and checks every output against the reference:
+// Runs a plan (made by make(exec)) on a random NHWC input and checks every output against the
+// reference:
 //   |y - ref| <= 4 K u S + 2^-p (|ref| + 4 K u S) + 2^-24,   S = sum_k |x_nk w_mk|, u = 2^-24,
 // K = R*S*C: both sides add the same exact float products in different orders (each within
 // K u S of the exact sum, a factor 4 of margin for truncating tensor-core adds), then one
 // rounding to Out (2^-p relative; the inputs are in [-1, 1], so outputs stay normal or are
 // within 2^-24 of zero). Returns Y's bits.
-template <class Policy, class T, class Out>
-std::vector<Out> check_conv(conv::conv_shape const& s, std::int64_t batch, dense_matrix<T> const& wg, unsigned seed,
-                            bool bias_relu, int br = 32, int bc = 32, int x_offset = 0) {
-  INFO(Policy::name << " C=" << s.C << " H=" << s.H << " W=" << s.W << " K=" << s.K << " R=" << s.R << " S=" << s.S
+template <class T, class Out, class MakePlan>
+std::vector<Out> check_conv_with(char const* name, MakePlan&& make, conv::conv_shape const& s, std::int64_t batch,
+                                 dense_matrix<T> const& wg, unsigned seed, bool bias_relu, int x_offset) {
+  INFO(name << " C=" << s.C << " H=" << s.H << " W=" << s.W << " K=" << s.K << " R=" << s.R << " S=" << s.S
                     << " stride " << s.stride_h << " pad " << s.pad_h << " dil " << s.dil_h << " batch " << batch);
   stream_guard sg;
   auto ex = sg.exec();
@@ -73,8 +77,7 @@ std::vector<Out> check_conv(conv::conv_shape const& s, std::int64_t batch, dense
     epi_host.bias = hb.data();
     epi.relu = epi_host.relu = true;
   }
-  auto wt = sdnn_test::make_tc_weights<Policy, T>(wg, br, bc);
-  ops::tc_conv_plan<Policy, T> plan(s, wt, ex);
+  auto const plan = make(ex);
   INFO(plan.describe(batch));
   buffer<Out, device_space> dy(std::size_t(std::max<std::int64_t>(n * m, 1)), ex);
   SDNN_CUDA_CHECK(cudaMemsetAsync(dy.data(), 0xff, dy.size() * sizeof(Out), ex.stream));  // NaN in every type
@@ -105,6 +108,30 @@ std::vector<Out> check_conv(conv::conv_shape const& s, std::int64_t batch, dense
   return y;
 }
 
+template <class Policy, class T, class Out>
+std::vector<Out> check_conv(conv::conv_shape const& s, std::int64_t batch, dense_matrix<T> const& wg, unsigned seed,
+                            bool bias_relu, int br = 32, int bc = 32, int x_offset = 0) {
+  auto make = [&](cuda_exec ex) {
+    return ops::tc_conv_plan<Policy, T>(s, sdnn_test::make_tc_weights<Policy, T>(wg, br, bc), ex);
+  };
+  return check_conv_with<T, Out>(Policy::name, make, s, batch, wg, seed, bias_relu, x_offset);
+}
+
+// The same for a filter pruned 2:4 along R*S*C (wg: its GEMM view, dense): sparse24_conv_plan.
+template <class T, class Out>
+std::vector<Out> check_conv24(conv::conv_shape const& s, std::int64_t batch, dense_matrix<T> const& wg, unsigned seed,
+                              bool bias_relu, int x_offset = 0) {
+  auto make = [&](cuda_exec ex) { return ops::sparse24_conv_plan<T, Out>(s, sparse24_from_dense(wg.view()), ex); };
+  return check_conv_with<T, Out>("sparse24", make, s, batch, wg, seed, bias_relu, x_offset);
+}
+
+// A random filter pruned 2:4 by magnitude along its GEMM view's rows, as a dense matrix.
+template <class T>
+dense_matrix<T> random_filter24(conv::conv_shape const& s, unsigned seed) {
+  auto const w = random_filter<T>(s, seed);
+  return to_dense(ops::prune_sparse24(w.view()));
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("tc_conv: every weight format against the im2col reference, odd shapes", "[cuda][tc_conv]", bf16,
@@ -132,7 +159,39 @@ TEMPLATE_TEST_CASE("tc_conv: every weight format against the im2col reference, o
     check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, wb, seed++, true, 32, 32);
     check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, wb, seed++, true, 16, 16);
     check_conv<policy::tc_tile_offsets_mma, T, T>(l.s, l.batch, wb, seed++, true);
+    auto const w24 = random_filter24<T>(l.s, seed++);
+    check_conv24<T, T>(l.s, l.batch, w24, seed++, true);
+    check_conv24<T, float>(l.s, l.batch, w24, seed++, false);
   }
+}
+
+TEMPLATE_TEST_CASE("sparse24_conv: batches that run every tile, unaligned input, refusals", "[cuda][tc_conv]", bf16,
+                   fp16) {
+  using T = TestType;
+  // 3x3 over 64 channels: 1, 4 and 40 images give 49 .. 1960 pixels (the n8 .. large tiles).
+  auto const s = conv::conv_shape::conv2d(64, 7, 7, 72, 3, 3, 1, 1);
+  auto const w = random_filter24<T>(s, 41);
+  for (std::int64_t batch : {1, 4, 40}) check_conv24<T, T>(s, batch, w, 42 + unsigned(batch), true);
+  check_conv24<T, T>(s, 3, w, 50, true, /*x_offset=*/3);  // unaligned input: the element-wise gather
+  // Every output is exactly 0 for an all-zero (2:4) filter without bias.
+  dense_matrix<T> z(s.K, s.filter_size());
+  for (float v : check_conv24<T, float>(s, 2, z, 51, false)) REQUIRE(v == 0.f);
+
+  stream_guard sg;
+  auto ex = sg.exec();
+  auto not24 = random_filter24<T>(s, 41);  // w again
+  not24(5, 8) = T(1.f), not24(5, 9) = T(1.f), not24(5, 10) = T(1.f);  // three nonzeros in group 2 of row 5
+  auto const msg = error_text([&] { ops::sparse24_conv_plan<T> p(s, sparse24_from_dense(not24.view()), ex); });
+  CHECK(msg.find("row 5") != std::string::npos);
+  auto const wrong = conv::conv_shape::conv2d(64, 7, 7, 72, 1, 1);
+  CHECK(error_text([&] { ops::sparse24_conv_plan<T> p(wrong, sparse24_from_dense(w.view()), ex); })
+            .find("K x R*S*C") != std::string::npos);
+  ops::sparse24_conv_plan<T> plan(s, sparse24_from_dense(w.view()), ex);
+  T* y = nullptr;
+  CHECK(error_text([&] { plan.run(ex, static_cast<T const*>(nullptr), 2, y, {}); }).find("null") != std::string::npos);
+  CHECK(error_text([&] { plan.run(ex, static_cast<T const*>(nullptr), std::int64_t(1) << 31, y, {}); })
+            .find("2^31") != std::string::npos);
+  plan.run(ex, static_cast<T const*>(nullptr), 0, y, {});  // an empty batch runs nothing
 }
 
 TEST_CASE("tc_conv: unaligned input, an all-zero filter, a VGG-like layer", "[cuda][tc_conv]") {

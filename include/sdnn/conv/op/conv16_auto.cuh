@@ -1,9 +1,9 @@
 // sdnn/conv/op/conv16_auto.cuh - ops::conv16_auto_plan<T>: one 16-bit NHWC convolution layer
 // (bias, ReLU, optional 2x2 max-pool) that runs the fastest of cuDNN (dense, its best algorithm)
 // and the tensor-core implicit GEMMs the filter's structure allows (blocks of 64 x 32, 32 x 32 or
-// 16 x 16 of its GEMM view, as channel-block pruning leaves them; 64 x 64 tiles of its nonzeros), and
-// for a 1x1 stride-1 unpadded layer the plain GEMM through cuBLASLt with the bias and ReLU fused
-// (where cuDNN runs them as a pass of their own).
+// 16 x 16 of its GEMM view, as channel-block pruning leaves them; 64 x 64 tiles of its nonzeros; 2:4
+// along the reduction dimension on mma.sp), and for a 1x1 stride-1 unpadded layer the plain GEMM
+// through cuBLASLt with the bias and ReLU fused (where cuDNN runs them as a pass of their own).
 // The choice is a tuning run at plan time: every candidate is timed on this GPU with this batch,
 // in interleaved rounds (the plan SYNCHRONISES, as cuDNN's own algorithm search does), the result
 // cached for the process per (GPU, layer, batch, type, epilogue, structure). Only the chosen path
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "sdnn/conv/kernel/nhwc_epilogue.cuh"
+#include "sdnn/conv/op/sparse24_conv.cuh"
 #include "sdnn/conv/op/tc_conv.cuh"
 #include "sdnn/conv/vendor/cudnn16.cuh"
 #include "sdnn/core/memory.cuh"
@@ -36,7 +37,7 @@
 
 namespace sdnn::ops {
 
-enum class conv16_path { cudnn, tc_dense, tc_blocks64x32, tc_blocks32, tc_blocks16, tc_tiles, cublaslt_1x1 };
+enum class conv16_path { cudnn, tc_dense, tc_blocks64x32, tc_blocks32, tc_blocks16, tc_tiles, cublaslt_1x1, tc_sparse24 };
 inline char const* conv16_path_name(conv16_path p) {
   switch (p) {
     case conv16_path::cudnn: return "cudnn";
@@ -45,10 +46,11 @@ inline char const* conv16_path_name(conv16_path p) {
     case conv16_path::tc_blocks32: return "tc_blocks32";
     case conv16_path::tc_blocks16: return "tc_blocks16";
     case conv16_path::cublaslt_1x1: return "cublaslt_1x1";
+    case conv16_path::tc_sparse24: return "tc_sparse24";
     default: return "tc_tiles";
   }
 }
-inline constexpr unsigned conv16_all_paths = 0x7f;
+inline constexpr unsigned conv16_all_paths = 0xff;
 
 struct conv16_auto_options {
   unsigned allowed = conv16_all_paths;  // mask of 1 << conv16_path
@@ -66,11 +68,12 @@ struct conv16_key {
   int type_bytes, type_tag;
   bool relu, pool, bias;
   std::int64_t nnz, b64, b32, b16;
+  bool is24;
   unsigned allowed;
   bool operator<(conv16_key const& o) const {
     auto t = [](conv16_key const& k) {
       return std::tie(k.gpu, k.C, k.H, k.W, k.K, k.R, k.S, k.sh, k.sw, k.ph, k.pw, k.dh, k.dw, k.batch, k.type_bytes,
-                      k.type_tag, k.relu, k.pool, k.bias, k.nnz, k.b64, k.b32, k.b16, k.allowed);
+                      k.type_tag, k.relu, k.pool, k.bias, k.nnz, k.b64, k.b32, k.b16, k.is24, k.allowed);
     };
     return t(*this) < t(o);
   }
@@ -142,12 +145,13 @@ class conv16_auto_plan {
     if (allowed(conv16_path::tc_tiles) && nnz <= opt.max_tile_density * double(total))
       cands.push_back(conv16_path::tc_tiles);
     if (allowed(conv16_path::cublaslt_1x1) && is_plain_gemm()) cands.push_back(conv16_path::cublaslt_1x1);
+    if (allowed(conv16_path::tc_sparse24) && analysed.is_24) cands.push_back(conv16_path::tc_sparse24);
     SDNN_EXPECTS(!cands.empty(), "conv16_auto_plan: no allowed path (allowed mask ", opt.allowed, ")");
     if (!bias.empty()) bias_dev_ = copy_to<device_space>(host_buffer<float>(bias.begin(), bias.end()), own);
 
     std::string const structure = ::sdnn::detail::concat(
         "W ", nnz, " of ", total, " nonzero, occupied blocks 64x32 ", b64, "/", all_blocks(64, 32), ", 32x32 ", b32, "/",
-        all_blocks(32, 32), ", 16x16 ", b16, "/", all_blocks(16, 16));
+        all_blocks(32, 32), ", 16x16 ", b16, "/", all_blocks(16, 16), analysed.is_24 ? ", 2:4" : "");
     if (cands.size() == 1) {  // a forced path: nothing to time
       path_ = cands.front();
       reason_ = ::sdnn::detail::concat(conv16_path_name(path_), ": the only allowed path; ", structure);
@@ -161,7 +165,7 @@ class conv16_auto_plan {
     SDNN_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
     detail::conv16_key key{prop.name, s_.C, s_.H, s_.W, s_.K, s_.R, s_.S, s_.stride_h, s_.stride_w, s_.pad_h, s_.pad_w,
                            s_.dil_h, s_.dil_w, batch_, int(sizeof(T)), std::is_same_v<T, bf16> ? 1 : 0, relu_, pool_,
-                           !bias.empty(), nnz, b64, b32, b16, opt.allowed};
+                           !bias.empty(), nnz, b64, b32, b16, analysed.is_24, opt.allowed};
     auto& cache = detail::conv16_tuned::get();
     {
       std::lock_guard<std::mutex> lock(cache.mu);
@@ -233,6 +237,7 @@ class conv16_auto_plan {
     if (sub_) d += sub_->describe();
     else if (cudnn_) d += cudnn_->describe();
     else if (lt_) d += lt_->describe();
+    else if (s24_) d += s24_->describe(batch_);
     else d += with_tc([&](auto const& p) { return p.describe(batch_); });
     return d;
   }
@@ -257,7 +262,7 @@ class conv16_auto_plan {
     return s_.R == 1 && s_.S == 1 && s_.stride_h == 1 && s_.stride_w == 1 && s_.pad_h == 0 && s_.pad_w == 0 &&
            s_.C % 8 == 0 && s_.K % 8 == 0;
   }
-  // The tensor-core plan in use (not for the cuDNN or cuBLASLt paths).
+  // The tensor-core plan in use (not for the cuDNN, cuBLASLt or 2:4 paths).
   template <class F>
   auto with_tc(F&& f) const {
     if (dense_) return f(*dense_);
@@ -271,6 +276,7 @@ class conv16_auto_plan {
     dense_.reset();
     blocks_.reset();
     tiles_.reset();
+    s24_.reset();
     pool_buf_ = {};
     switch (p) {
       case conv16_path::cudnn:
@@ -291,6 +297,9 @@ class conv16_auto_plan {
         blocks_ = std::make_unique<tc_conv_plan<policy::tc_block_sparse_mma, T>>(s_, block_sparse_from_dense(w, br, bc), own);
         break;
       }
+      case conv16_path::tc_sparse24:  // a filter that is not 2:4 is refused here, naming its first bad group
+        s24_ = std::make_unique<sparse24_conv_plan<T>>(s_, sparse24_from_dense(w), own);
+        break;
       case conv16_path::cublaslt_1x1:
         lt_ = std::make_unique<vendor::cublaslt_linear16<T>>(batch_ * s_.H * s_.W, s_.K, s_.C, w, bias, relu_, own);
         break;
@@ -305,6 +314,7 @@ class conv16_auto_plan {
     epi_.relu = relu_;
     ws_bytes_ = cudnn_ ? cudnn_->workspace_bytes()
                        : lt_  ? 0  // the cuBLASLt plan owns its workspace
+                       : s24_ ? s24_->workspace_bytes()
                               : with_tc([](auto const& p) { return p.workspace_bytes(); });
     if (!cudnn_ && pool_) pool_buf_ = device_buffer<T>(std::size_t(batch_ * s_.OH() * s_.OW() * s_.K), own);
   }
@@ -315,6 +325,7 @@ class conv16_auto_plan {
     }
     T* out = pool_ ? const_cast<T*>(pool_buf_.data()) : y;
     if (lt_) lt_->run(exec, x, out);
+    else if (s24_) s24_->run(exec, x, batch_, out, epi_, ws);
     else
       with_tc([&](auto const& p) {
         p.run(exec, x, batch_, out, epi_, ws);
@@ -336,6 +347,7 @@ class conv16_auto_plan {
   std::unique_ptr<tc_conv_plan<policy::tc_block_sparse_mma, T>> blocks_;
   std::unique_ptr<tc_conv_plan<policy::tc_tile_offsets_mma, T>> tiles_;
   std::unique_ptr<vendor::cublaslt_linear16<T>> lt_;
+  std::unique_ptr<sparse24_conv_plan<T>> s24_;
   device_buffer<T> pool_buf_;
   std::unique_ptr<conv16_auto_plan> sub_;  // after a tuning run: the winner's own plan, as timed
   ::sdnn::detail::run_streams runs_;

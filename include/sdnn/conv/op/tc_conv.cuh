@@ -28,6 +28,29 @@ struct tc_x_tiles<kernels::tc_im2col_x<T>, Tiles> {
   using large = typename policy::tc_conv_large<Tiles>::type;
   static constexpr bool vector_store = true;
 };
+
+// A convolution's NHWC input x as the implicit-GEMM X operand of its layer s (the checks of
+// tc_conv_can_run done by the caller).
+template <class T>
+kernels::tc_im2col_x<T> im2col_operand(conv::conv_shape const& s, T const* x) {
+  kernels::tc_im2col_x<T> xs;
+  xs.x = x;
+  xs.H = s.H;
+  xs.W = s.W;
+  xs.C = s.C;
+  xs.stride_h = s.stride_h;
+  xs.stride_w = s.stride_w;
+  xs.pad_h = s.pad_h;
+  xs.pad_w = s.pad_w;
+  xs.dil_h = s.dil_h;
+  xs.dil_w = s.dil_w;
+  xs.div_c = fast_divmod(s.C);
+  xs.div_s = fast_divmod(s.S);
+  xs.div_ow = fast_divmod(s.OW());
+  xs.div_oh = fast_divmod(s.OH());
+  xs.vec = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && s.C % 8 == 0;
+  return xs;
+}
 }  // namespace detail
 
 template <class Policy, class T>
@@ -68,22 +91,7 @@ class tc_conv_plan {
     auto const& s = shape_;
     std::int64_t const n = batch * s.OH() * s.OW();
     SDNN_EXPECTS(n == 0 || (x != nullptr && y != nullptr), "tc_conv: null input or output pointer");
-    kernels::tc_im2col_x<T> xs;
-    xs.x = x;
-    xs.H = s.H;
-    xs.W = s.W;
-    xs.C = s.C;
-    xs.stride_h = s.stride_h;
-    xs.stride_w = s.stride_w;
-    xs.pad_h = s.pad_h;
-    xs.pad_w = s.pad_w;
-    xs.dil_h = s.dil_h;
-    xs.dil_w = s.dil_w;
-    xs.div_c = fast_divmod(s.C);
-    xs.div_s = fast_divmod(s.S);
-    xs.div_ow = fast_divmod(s.OW());
-    xs.div_oh = fast_divmod(s.OH());
-    xs.vec = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && s.C % 8 == 0;
+    auto const xs = detail::im2col_operand(s, x);
     lin_.run_x(exec, xs, n, dense_view<Out>{n, s.K, s.K, y}, epi, ws);
   }
 

@@ -3,9 +3,10 @@
 //   Y[N x M] = epi(X[N x K] * W^T)  as  Y^T = W * X^T with mma.sp m16n8k32 row.col: A = W (kept values
 //                                   + metadata), B = X rows (K contiguous), C = a Y^T tile
 //
-// One body for bf16 and fp16, output T or float; tile, stages and warps from policy::sparse24_tile.
-// A cp.async pipeline feeds swizzled shared memory, ldmatrix the fragments; Y goes out through shared
-// memory. Tiles with Wgmma (sm_90a) run wgmma.sp per warpgroup instead, B read from the same
+// One body for bf16 and fp16, output T or float, and every X operand of tc_x_operand.cuh (dense rows,
+// or a convolution's NHWC input as its implicit im2col matrix); tile, stages and warps from
+// policy::sparse24_tile. A cp.async pipeline feeds swizzled shared memory, ldmatrix the fragments; Y
+// goes out through shared memory. Tiles with Wgmma (sm_90a) run wgmma.sp per warpgroup instead, B read from the same
 // swizzled stage by descriptor. Operand layout: linear/op/sparse24_linear.cuh.
 #pragma once
 
@@ -19,6 +20,7 @@
 #include "sdnn/core/config.hpp"
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/linear/arch/mma_sp.cuh"
+#include "sdnn/linear/kernel/tc_x_operand.cuh"
 
 namespace sdnn::kernels {
 
@@ -32,9 +34,8 @@ inline constexpr int sparse24_k_align = 128;  // K padded to this: every BK divi
 struct sparse24_args {
   void const* values = nullptr;          // [m_pad x k_pad/2] of T: W's kept values, row-major (row = k_pad bytes)
   std::uint32_t const* meta = nullptr;   // [m_pad/16][k_pad/64][32] metadata words (sparse24_meta_lane order)
-  void const* x = nullptr;               // [n x x_ld] of T, row-major
   void* y = nullptr;                     // [n x y_ld] of Out, row-major
-  std::int64_t x_ld = 0, y_ld = 0;       // elements
+  std::int64_t y_ld = 0;                 // elements
   int m = 0, n = 0, k = 0;               // logical extents: W is m x k, X is n x k
   int k_pad = 0;                         // K rounded up to sparse24_k_align (0 when k == 0)
   int n_tiles = 0;                       // ceil(n / BN); tile t covers m tile t / n_tiles, n tile t % n_tiles
@@ -67,6 +68,18 @@ __device__ __forceinline__ Out from_float(float v) {
 
 }  // namespace sp_detail
 
+// The X tile of a stage as an X operand fills it (tc_x_operand.cuh): BN rows of BK entries, the
+// 16-byte pieces of row r XOR-swizzled as ldmatrix and wgmma read them.
+template <class Tile>
+struct sparse24_x_cfg {
+  static constexpr int BK = Tile::bk, BN = Tile::bn, threads = Tile::threads;
+  struct x_layout {
+    __device__ static int at(int r, int c) {
+      return r * BK + (((c >> 3) ^ sp_detail::swizzle<BK / 8>(r)) << 3);
+    }
+  };
+};
+
 // Dynamic shared memory of one CTA: the pipeline, reused by the transposed epilogue tile.
 template <class Tile, class Out>
 constexpr int sparse24_smem_bytes() {
@@ -74,19 +87,21 @@ constexpr int sparse24_smem_bytes() {
   return (Tile::pipeline_bytes > epi ? Tile::pipeline_bytes : epi) + Tile::align_bytes;
 }
 
-// One CTA per work unit (blockIdx.x); see sparse24_args for the unit order. XAligned: X rows are
-// 16-byte aligned (x_ld % 8 == 0, x 16-byte aligned), so X is staged with cp.async; otherwise
-// with 2-byte loads (a correctness path for odd K or offset views).
-template <class T, class Out, class Tile, bool XAligned>
-__global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_kernel(sparse24_args p) {
+// One CTA per work unit (blockIdx.x); see sparse24_args for the unit order. xs: the N x K X
+// operand (n = p.n, K = p.k), e.g. tc_rows_x (16-byte copies when its rows are aligned, 2-byte
+// loads otherwise) or tc_im2col_x.
+template <class T, class Out, class Tile, class XSrc>
+__global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_kernel(sparse24_args p, XSrc xs) {
   static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "sparse24_mma_kernel: bf16 or fp16");
   constexpr int BM = Tile::bm, BN = Tile::bn, BK = Tile::bk, STAGES = Tile::stages, THREADS = Tile::threads;
   constexpr int MI = Tile::mi, NI = Tile::ni, WM = Tile::warps_m;
   constexpr int A_PITCH = BK, B_PITCH = 2 * BK;              // bytes per shared row: BK/2 values, BK X entries
   constexpr int A_ROW_CHUNKS = A_PITCH / 16, B_ROW_CHUNKS = B_PITCH / 16;
   constexpr int KB = BK / 64;                                // 16 x 64 metadata blocks per 16 rows per stage
-  constexpr int A_CHUNKS = BM * A_ROW_CHUNKS, E_CHUNKS = BM / 16 * KB * 8, B_CHUNKS = BN * B_ROW_CHUNKS;
-  constexpr int A_ROUNDS = (A_CHUNKS + THREADS - 1) / THREADS, B_ROUNDS = (B_CHUNKS + THREADS - 1) / THREADS;
+  constexpr int A_CHUNKS = BM * A_ROW_CHUNKS, E_CHUNKS = BM / 16 * KB * 8;
+  constexpr int A_ROUNDS = (A_CHUNKS + THREADS - 1) / THREADS;
+  using XCfg = sparse24_x_cfg<Tile>;
+  static_assert(B_ROW_CHUNKS == BK / 8, "sparse24_mma_kernel: X rows of BK 16-bit entries");
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ int is_last_split;
@@ -117,7 +132,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
 
   auto const* vals = static_cast<unsigned char const*>(p.values) + static_cast<std::int64_t>(m0) * p.k_pad;
   std::uint32_t const* meta = p.meta + static_cast<std::int64_t>(m0 / 16) * (p.k_pad / 64) * 32;
-  auto const* xs = static_cast<T const*>(p.x);
+  auto const xstate = xs.template start<XCfg>(n0, p.n, tid);
 
   // Stage s: [A: BM rows x A_PITCH][E: BM/16 x KB blocks x 128 bytes][B: BN rows x B_PITCH].
   auto stage_a = [&](int s) { return smem + s * Tile::stage_bytes; };
@@ -140,29 +155,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
       sp_detail::cp_async_16(se + (c << 4),
                              meta + (static_cast<std::int64_t>(mb) * (p.k_pad / 64) + kt * KB + kb) * 32 + q * 4, 16);
     }
-    unsigned char* const sb = stage_b(s);
-#pragma unroll
-    for (int i = 0; i < B_ROUNDS; ++i) {
-      int const c = tid + i * THREADS, r = c / B_ROW_CHUNKS, j = c % B_ROW_CHUNKS;
-      if (B_CHUNKS % THREADS != 0 && c >= B_CHUNKS) break;
-      int const row = n0 + r, kk = kt * BK + j * 8;
-      int const dst = r * B_PITCH + ((j ^ sp_detail::swizzle<B_ROW_CHUNKS>(r)) << 4);
-      if constexpr (XAligned) {
-        int const bytes = row < p.n ? max(0, min(16, 2 * (p.k - kk))) : 0;
-        T const* src = bytes > 0 ? xs + static_cast<std::int64_t>(row) * p.x_ld + kk : xs;
-        sp_detail::cp_async_16(sp_detail::smem_addr(sb) + dst, src, bytes);
-      } else {
-        auto const* xr = reinterpret_cast<unsigned short const*>(xs) + static_cast<std::int64_t>(row) * p.x_ld;
-        std::uint32_t w[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          std::uint32_t const lo = (row < p.n && kk + 2 * e < p.k) ? __ldg(xr + kk + 2 * e) : 0u;
-          std::uint32_t const hi = (row < p.n && kk + 2 * e + 1 < p.k) ? __ldg(xr + kk + 2 * e + 1) : 0u;
-          w[e] = lo | (hi << 16);
-        }
-        *reinterpret_cast<uint4*>(sb + dst) = make_uint4(w[0], w[1], w[2], w[3]);
-      }
-    }
+    xs.template issue<XCfg>(xstate, kt * BK, p.k, reinterpret_cast<std::uint16_t*>(stage_b(s)), tid);
   };
 
   float acc[MI][NI][4];

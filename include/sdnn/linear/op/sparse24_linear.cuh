@@ -5,6 +5,8 @@
 //   ops::sparse24_linear_plan<T, Out, Policy> p(w, exec, opt);   W padded, metadata put in mma.sp
 //                                                                order, one upload on exec.stream
 //   p.run(exec, x, y, epi, ws = {})                             Y[N x M] = epi(X[N x K] W^T), any N
+//   p.run_x(exec, xs, n, y, epi, ws = {})                       the same with another X operand, e.g.
+//                                                                a convolution's input as its im2col
 //
 // Refused before any launch (sdnn::error): W not 2:4, a GPU below sm_80 or without these kernels.
 #pragma once
@@ -178,23 +180,42 @@ class sparse24_linear_plan {
     SDNN_EXPECTS_DIMS(x.cols == k_ && y.cols == m_ && y.rows == x.rows, "sparse24_linear_plan: X is ", x.rows, " x ",
                       x.cols, ", W is ", m_, " x ", k_, ", Y is ", y.rows, " x ", y.cols, " (need X N x ", k_,
                       ", Y N x ", m_, ")");
-    SDNN_EXPECTS(x.rows <= std::numeric_limits<std::int32_t>::max() - 256, "sparse24_linear_plan: ", x.rows,
-                 " rows of X exceed the kernel's int indexing");
-    SDNN_EXPECTS(x.rows <= 1 || (x.ld >= x.cols && y.ld >= y.cols), "sparse24_linear_plan: leading dimensions ", x.ld,
-                 " (X) and ", y.ld, " (Y) must be >= the column counts ", x.cols, " and ", y.cols);
-    SDNN_EXPECTS(x.rows == 0 || m_ == 0 || ((x.data != nullptr || k_ == 0) && y.data != nullptr),
-                 "sparse24_linear_plan: null X or Y data");
-    runs_.note(exec);
-    if (x.rows == 0 || m_ == 0) return;
+    SDNN_EXPECTS(x.rows <= 1 || x.ld >= x.cols, "sparse24_linear_plan: leading dimensions must be >= the column counts; X's is ",
+                 x.ld, " for ", x.cols, " columns");
+    SDNN_EXPECTS(x.rows == 0 || m_ == 0 || x.data != nullptr || k_ == 0, "sparse24_linear_plan: null X data");
     std::int64_t const x_ld = x.rows > 1 ? x.ld : x.cols;  // one row: its leading dimension is unused
     bool const aligned = x_ld % 8 == 0 && (reinterpret_cast<std::uintptr_t>(x.data) & 15) == 0;
-    if (!aligned) return launch(detail::tile_tag<fallback_tile>{}, std::false_type{}, 0, exec, x, y, epi, ws);
+    run_x(exec, kernels::tc_rows_x<T>{x.data, x_ld, aligned}, x.rows, y, epi, ws);
+  }
+
+  // The same product with another X operand of n rows and in_features() columns (XSrc: one of
+  // linear/kernel/tc_x_operand.cuh, e.g. kernels::tc_im2col_x: a convolution as an implicit GEMM);
+  // y: n x out_features(). An operand whose 16-byte copies are off (xs.vec false) runs the first
+  // (smallest) tile. prepare_x<XSrc>() reads, once at plan time, how many CTAs of each tile fit an
+  // SM with this operand (the schedule's waves); without it the dense rows' counts are used.
+  template <class XSrc>
+  void run_x(cuda_exec exec, XSrc const& xs, std::int64_t n, dense_view<Out> y, basic_epilogue<float> const& epi,
+             workspace ws = {}) const {
+    SDNN_EXPECTS_DIMS(y.cols == m_ && y.rows == n, "sparse24_linear_plan: Y is ", y.rows, " x ", y.cols, ", need ", n,
+                      " x ", m_);
+    SDNN_EXPECTS(n <= std::numeric_limits<std::int32_t>::max() - 256, "sparse24_linear_plan: ", n,
+                 " rows of X exceed the kernel's int indexing");
+    SDNN_EXPECTS(y.rows <= 1 || y.ld >= y.cols, "sparse24_linear_plan: leading dimensions must be >= the column counts; Y's is ",
+                 y.ld, " for ", y.cols, " columns");
+    SDNN_EXPECTS(n == 0 || m_ == 0 || y.data != nullptr, "sparse24_linear_plan: null Y data");
+    runs_.note(exec);
+    if (n == 0 || m_ == 0) return;
+    if (!xs.vec) return launch(detail::tile_tag<fallback_tile>{}, xs, -1, exec, n, y, epi, ws);
     if constexpr (std::is_same_v<Policy, policy::sparse24_auto>) {
-      int const i = static_cast<int>(policy::sparse24_pick(arch_, x.rows));  // < n_tiles_kinds
-      with_tile(i, [&](auto tag) { launch(tag, std::true_type{}, i, exec, x, y, epi, ws); });
+      int const i = static_cast<int>(policy::sparse24_pick(arch_, n));  // < n_tiles_kinds
+      with_tile(i, [&](auto tag) { launch(tag, xs, i, exec, n, y, epi, ws); });
     } else {
-      launch_at<0>(exec, x, y, epi, ws);
+      launch(detail::tile_tag<typename detail::sparse24_tile_at<0, tiles_t>::type>{}, xs, 0, exec, n, y, epi, ws);
     }
+  }
+  template <class XSrc>
+  void prepare_x() {
+    prepare_all<XSrc>(std::make_index_sequence<n_tiles_kinds>{});
   }
 
   // What the plan holds and which tiles it may run.
@@ -247,16 +268,16 @@ class sparse24_linear_plan {
     ((i == int(I) ? (f(detail::tile_tag<typename detail::sparse24_tile_at<int(I), tiles_t>::type>{}), 0) : 0), ...);
   }
 
-  template <class Tile, bool Aligned>
+  template <class Tile, class XSrc>
   static auto kernel() {
-    return &kernels::sparse24_mma_kernel<NT, NOut, Tile, Aligned>;
+    return &kernels::sparse24_mma_kernel<NT, NOut, Tile, XSrc>;
   }
   // Raises the kernel's dynamic shared memory limit for the occupancy query; returns its resident
   // CTAs per SM. The launch raises it again for its own copy of the kernel (core/cuda.cuh).
-  template <class Tile, bool Aligned>
+  template <class Tile, class XSrc>
   static int prepare() {
     constexpr int smem = kernels::sparse24_smem_bytes<Tile, NOut>();
-    auto const fn = kernel<Tile, Aligned>();
+    auto const fn = kernel<Tile, XSrc>();
     ::sdnn::detail::allow_dynamic_smem(fn, smem);
     int occ = 0;
     SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, Tile::threads, smem));
@@ -264,10 +285,14 @@ class sparse24_linear_plan {
                  " bytes of shared memory) does not fit an SM of this GPU");
     return occ;
   }
-  template <std::size_t... I>
+  // The resident CTAs of every tile on the whole GPU with X operand XSrc (the fallback tile's
+  // count, kept apart, is the same kernel's: it runs operands without 16-byte copies). Where a
+  // second operand is prepared, the smaller count is kept (the workspace was sized by the first).
+  template <class XSrc, std::size_t... I>
   void prepare_all(std::index_sequence<I...>) {
-    ((slots_[I] = sms_ * prepare<typename detail::sparse24_tile_at<int(I), tiles_t>::type, true>()), ...);
-    fallback_slots_ = sms_ * prepare<fallback_tile, false>();
+    auto keep = [&](int& slots, int now) { slots = slots > 0 ? std::min(slots, now) : now; };
+    (keep(slots_[I], sms_ * prepare<typename detail::sparse24_tile_at<int(I), tiles_t>::type, XSrc>()), ...);
+    keep(fallback_slots_, sms_ * prepare<fallback_tile, XSrc>());
   }
   template <class Tile>
   static std::size_t workspace_for(int slots) {
@@ -314,7 +339,7 @@ class sparse24_linear_plan {
 
     arch_ = ::sdnn::detail::current_arch();
     sms_ = ::sdnn::detail::sm_count();
-    prepare_all(std::make_index_sequence<n_tiles_kinds>{});
+    prepare_all<kernels::tc_rows_x<T>>(std::make_index_sequence<n_tiles_kinds>{});
     ws_bytes_ = workspace_all(std::make_index_sequence<n_tiles_kinds>{});
     if (own_workspace_) {
       own_ = buffer<unsigned char, device_space>(ws_bytes_, exec);
@@ -322,26 +347,19 @@ class sparse24_linear_plan {
     }
   }
 
-  template <int I>
-  void launch_at(cuda_exec exec, dense_view<T const> x, dense_view<Out> y, basic_epilogue<float> const& epi,
-                 workspace ws) const {
-    launch(detail::tile_tag<typename detail::sparse24_tile_at<I, tiles_t>::type>{}, std::true_type{}, I, exec, x, y,
-           epi, ws);
-  }
-  template <class Tile, class Aligned>
-  void launch(detail::tile_tag<Tile>, Aligned, int index, cuda_exec exec, dense_view<T const> x, dense_view<Out> y,
+  // index: the tile's place in the plan's list, -1 for the fallback tile.
+  template <class Tile, class XSrc>
+  void launch(detail::tile_tag<Tile>, XSrc const& xs, int index, cuda_exec exec, std::int64_t n, dense_view<Out> y,
               basic_epilogue<float> const& epi, workspace ws) const {
-    int const slots = Aligned::value ? slots_[index] : fallback_slots_;
-    auto const sc = detail::sparse24_make_schedule(m_, x.rows, k_pad_, Tile::bm, Tile::bn, Tile::bk, slots);
+    int const slots = index >= 0 ? slots_[std::size_t(index)] : fallback_slots_;
+    auto const sc = detail::sparse24_make_schedule(m_, n, k_pad_, Tile::bm, Tile::bn, Tile::bk, slots);
     kernels::sparse24_args a;
     a.values = values_.data();
     a.meta = meta_.data();
-    a.x = x.data;
     a.y = y.data;
-    a.x_ld = x.rows > 1 ? x.ld : x.cols;
     a.y_ld = y.rows > 1 ? y.ld : y.cols;
     a.m = static_cast<int>(m_);
-    a.n = static_cast<int>(x.rows);
+    a.n = static_cast<int>(n);
     a.k = static_cast<int>(k_);
     a.k_pad = k_pad_;
     a.n_tiles = sc.n_tiles;
@@ -361,9 +379,9 @@ class sparse24_linear_plan {
         SDNN_CUDA_CHECK(cudaMemsetAsync(a.counters, 0, slots_used * sizeof(int), exec.stream));
     }
     constexpr int smem = kernels::sparse24_smem_bytes<Tile, NOut>();
-    auto const fn = kernel<Tile, Aligned::value>();
+    auto const fn = kernel<Tile, XSrc>();
     ::sdnn::detail::allow_dynamic_smem(fn, smem);  // again by the launch (prepare() may be another unit's copy)
-    fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a);
+    fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a, xs);
     SDNN_CUDA_CHECK_LAUNCH();
   }
 
@@ -372,7 +390,7 @@ class sparse24_linear_plan {
   arch arch_{};
   int sms_ = 1;
   std::array<int, n_tiles_kinds> slots_{};  // resident CTAs of each tile on the whole GPU
-  int fallback_slots_ = 1;
+  int fallback_slots_ = 0;
   bool own_workspace_ = true;
   std::size_t ws_bytes_ = 0;
   buffer<T, device_space> values_;            // [m_pad x k_pad/2]

@@ -286,8 +286,7 @@ class tc_linear_plan {
       run_stream(s, exec, x, y, epi, w);
       return;
     }
-    kernels::tc_rows_x<T> const xs{x.data, x.ld,
-                                   reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0 && x.ld % 8 == 0 && k_ % 8 == 0};
+    kernels::tc_rows_x<T> const xs{x.data, x.ld, reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0 && x.ld % 8 == 0};
     run_tiled(s, exec, xs, x.rows, y, epi, w);
   }
 
