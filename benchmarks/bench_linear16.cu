@@ -14,6 +14,7 @@
 #include <sdnn/formats/tile_offsets.hpp>
 #include <sdnn/linear/op/sparse24_linear.cuh>
 #include <sdnn/linear/op/spmm.cuh>
+#include <sdnn/linear/op/tc_bitmap.cuh>
 #include <sdnn/linear/op/tc_linear.cuh>
 #include <sdnn/train/op/prune_sparse24.hpp>
 #if SDNN_HAS_CUSPARSELT
@@ -69,9 +70,9 @@ struct shape {
 std::string shape_name(shape s) { return std::to_string(s.m) + "x" + std::to_string(s.k); }
 
 char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_tf32",    "tc_dense_mma",
-                              "tc_tile_offsets",   "tc_block32",        "sparse24",       "cusparselt",
-                              "cusparse_csr_bf16", "cusparse_bsr_bf16", "sdnn_csr_float", "automatic",
-                              "automatic_tuned"};
+                              "tc_tile_offsets",   "tc_bitmap",         "tc_block32",     "sparse24",
+                              "cusparselt",        "cusparse_csr_bf16", "cusparse_bsr_bf16", "sdnn_csr_float",
+                              "automatic",         "automatic_tuned"};
 
 // Options, paths, timing and output of bench_linear16.
 //
@@ -84,7 +85,7 @@ char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_
 //   dense: structure "dense" holds the dense paths (always) and automatic on the dense W (--dense=0: not)
 //   --paths=name,name (only these; cublas_bf16, the baseline, always runs), --reps=20, --warmup=3,
 //   --budget=0.25 (seconds per measurement, see below), --check=0|1 (rel_err against cuBLAS),
-//   --csr-float-max-n=128, --quick (11008x4096; N 8, 32, 2048; unstructured 0.9; blocks 0.9; 2:4).
+//   --csr-float-max-n=128, --bitmap-max-n=128, --quick (11008x4096; N 8, 32, 2048; unstructured 0.9; blocks 0.9; 2:4).
 //   SDNN_COMMIT (env): the commit recorded in every line ("unknown" if unset).
 //
 // Paths (exact names):
@@ -94,6 +95,7 @@ char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_
 //   cublas_fp16      the same on fp16 copies; cublas_tf32: float W, X, Y, CUBLAS_COMPUTE_32F_FAST_TF32
 //   tc_dense_mma     ops::tc_linear_plan<policy::tc_dense_mma, bf16>                (once per (shape, N))
 //   tc_tile_offsets  ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16>          (unstructured, blocks)
+//   tc_bitmap        ops::tc_bitmap_plan<bf16>, 16 x 16 bitmap tiles, N <= --bitmap-max-n   (unstructured, blocks)
 //   tc_block32       ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>, 32 x 32 (blocks; unstructured 99 %)
 //   sparse24         ops::sparse24_linear_plan<bf16>                                 (2:4)
 //   cusparselt       vendor::cusparselt_linear<bf16>, a plan per N (with SDNN_HAS_CUSPARSELT; 2:4). Where it
@@ -134,6 +136,7 @@ struct options {
   int reps = 20, warmup = 3, min_reps = 5;
   double budget_s = 0.25;
   std::int64_t csr_float_max_n = 128;
+  std::int64_t bitmap_max_n = 128;  // tc_bitmap re-reads W per 32 rows: small N only
   std::string commit = "unknown";
   bool want(std::string const& p) const { return p == "cublas_bf16" || paths.empty() || paths.count(p) > 0; }
 };
@@ -156,7 +159,7 @@ std::vector<std::string> split(std::string const& v, char sep) {
                "bench_linear16: %s\n"
                "usage: bench_linear16 [--quick] [--shapes=MxK,..] [--n=1,8,..] [--unstructured=0.9,..] "
                "[--blocked=0.9,..] [--sparse24=0|1] [--dense=0|1] [--paths=name,..] [--reps=20] [--warmup=3] "
-               "[--budget=0.25] [--check=0|1] [--csr-float-max-n=128]\n",
+               "[--budget=0.25] [--check=0|1] [--csr-float-max-n=128] [--bitmap-max-n=128]\n",
                why.c_str());
   std::exit(why == "help" ? 0 : 2);
 }
@@ -214,6 +217,8 @@ void parse(int argc, char** argv) {
         g_opt.budget_s = std::stod(val);
       } else if (key == "csr-float-max-n") {
         g_opt.csr_float_max_n = std::stoll(val);
+      } else if (key == "bitmap-max-n") {
+        g_opt.bitmap_max_n = std::stoll(val);
       } else {
         usage("unknown option '--" + key + "'");
       }
@@ -324,21 +329,24 @@ bool nz(bf16 v) { return (v.bits & 0x7FFFu) != 0; }  // -0 is a zero, as the for
 // What the automatic layer reads of W, counted here for the lines (and the byte estimates).
 struct weight_stats {
   std::int64_t nnz = 0, blocks32 = 0, blocks32_total = 0, tiles64 = 0, tiles64_total = 0;
+  std::int64_t pairs = 0;  // aligned column pairs holding a nonzero (tc_bitmap's stored pairs)
 };
 weight_stats stats_of(dense_matrix<bf16> const& w) {
   std::int64_t const m = w.rows(), k = w.cols(), kb = k / 32, kt = (k + 63) / 64;
-  std::atomic<std::int64_t> nnz{0}, b32{0}, t64{0};
+  std::atomic<std::int64_t> nnz{0}, b32{0}, t64{0}, pr{0};
   parallel_for((m + 63) / 64, [&](std::int64_t c) {  // 64 rows: one tile row, two block rows
     std::vector<char> blk(std::size_t(2 * kb), 0), tile(std::size_t(kt), 0);
-    std::int64_t local = 0;
+    std::int64_t local = 0, lpairs = 0;
     std::int64_t const i1 = std::min(m, (c + 1) * 64);
     for (std::int64_t i = c * 64; i < i1; ++i) {
       bf16 const* row = w.data() + i * k;
       char* b = blk.data() + ((i / 32) % 2) * kb;
       for (std::int64_t j = 0; j < k; ++j)
         if (nz(row[j])) ++local, b[j / 32] = 1, tile[std::size_t(j / 64)] = 1;
+      for (std::int64_t j = 0; j < k; j += 2) lpairs += nz(row[j]) || (j + 1 < k && nz(row[j + 1]));
     }
     nnz += local;
+    pr += lpairs;
     b32 += std::count(blk.begin(), blk.end(), 1);
     t64 += std::count(tile.begin(), tile.end(), 1);
   });
@@ -348,6 +356,7 @@ weight_stats stats_of(dense_matrix<bf16> const& w) {
   st.blocks32_total = ((m + 31) / 32) * kb;
   st.tiles64 = t64;
   st.tiles64_total = ((m + 63) / 64) * kt;
+  st.pairs = pr;
   return st;
 }
 
@@ -624,6 +633,7 @@ json_line point_line(point const& p, std::string const& path) {
   j.str("structure", p.structure).num("sparsity", p.sparsity).num("zeros", p.zeros).num("n", double(p.n));
   j.str("path", path);
   j.num("nnz", double(p.st.nnz)).num("tiles64", double(p.st.tiles64)).num("blocks32", double(p.st.blocks32));
+  j.num("pairs", double(p.st.pairs));
   return j;
 }
 
@@ -674,11 +684,11 @@ result run_path(point& p, std::string const& name, Body&& body) {
 }
 
 bool is_sdnn(std::string const& p) {
-  return p == "tc_dense_mma" || p == "tc_tile_offsets" || p == "tc_block32" || p == "sparse24" ||
+  return p == "tc_dense_mma" || p == "tc_tile_offsets" || p == "tc_bitmap" || p == "tc_block32" || p == "sparse24" ||
          p == "sdnn_csr_float";
 }
 bool is_bf16_path(std::string const& p) {  // computes the bf16 layer (the candidates of "fastest")
-  return p == "cublas_bf16" || p == "tc_dense_mma" || p == "tc_tile_offsets" || p == "tc_block32" ||
+  return p == "cublas_bf16" || p == "tc_dense_mma" || p == "tc_tile_offsets" || p == "tc_bitmap" || p == "tc_block32" ||
          p == "sparse24" || p == "cusparselt" || p == "cusparse_csr_bf16" || p == "cusparse_bsr_bf16";
 }
 
@@ -802,13 +812,15 @@ auto_plans make_auto(dense_matrix<bf16> const& w, bool tune) {
 // W bytes of a path the automatic layer chose, for its pct_hbm: what that path stores (measured
 // from this structure's plans where built, else estimated from the structure).
 struct byte_table {
-  double dense = 0, block32 = -1, tiles = -1, s24 = 0;
+  double dense = 0, block32 = -1, tiles = -1, s24 = 0, bitmap = -1;
 };
 double chosen_bytes(byte_table const& b, weight_stats const& st, shape s, std::string const& chosen) {
   if (chosen == "tc_block32")
     return b.block32 >= 0 ? b.block32 : double(st.blocks32) * (32 * 32 * 2 + 4) + double(s.m / 32 + 1) * 4;
   if (chosen == "tc_tile_offsets")  // 2 B value + 1 B position per nonzero, 34 B record header, 8 B index per tile
     return b.tiles >= 0 ? b.tiles : double(st.nnz) * 3 + double(st.tiles64) * (34 + 8);
+  if (chosen == "tc_bitmap")  // 32 B per 16 x 16 tile, 4 B per stored pair
+    return b.bitmap >= 0 ? b.bitmap : double((s.m + 15) / 16 * ((s.k + 63) / 64 * 4)) * 32 + double(st.pairs) * 4;
   if (chosen == "sparse24" || chosen == "cusparselt") return b.s24;  // cuSPARSELt: the same 2:4 bytes, about
   return b.dense;
 }
@@ -853,6 +865,7 @@ std::map<std::int64_t, std::vector<result>> run_dense(shape_ctx& sc) {
   st.nnz = s.m * s.k;
   st.blocks32 = st.blocks32_total = (s.m / 32) * (s.k / 32);
   st.tiles64 = st.tiles64_total = ((s.m + 63) / 64) * ((s.k + 63) / 64);
+  st.pairs = s.m * ((s.k + 1) / 2);
   byte_table bt;
   bt.dense = 2 * mk;
   for (std::int64_t n : g_opt.ns) {
@@ -968,6 +981,8 @@ void run_structure(shape_ctx& sc, structure_spec const& spec, std::map<std::int6
   bool const any_n_csr_float =
       std::any_of(g_opt.ns.begin(), g_opt.ns.end(), [](std::int64_t n) { return n <= g_opt.csr_float_max_n; });
   bool const do_tiles = (unstructured || blocks) && g_opt.want("tc_tile_offsets");
+  bool const do_bitmap = (unstructured || blocks) && g_opt.want("tc_bitmap") &&
+                         std::any_of(g_opt.ns.begin(), g_opt.ns.end(), [](std::int64_t n) { return n <= g_opt.bitmap_max_n; });
   bool const do_blocks = (blocks || (unstructured && spec.sparsity >= 0.985)) && g_opt.want("tc_block32");
   bool const do_s24 = s24 && g_opt.want("sparse24");
   [[maybe_unused]] bool const do_lt = s24 && g_opt.want("cusparselt") && BENCH16_HAS_CUSPARSELT;
@@ -1011,8 +1026,9 @@ void run_structure(shape_ctx& sc, structure_spec const& spec, std::map<std::int6
   bt.s24 = mk + mk / 8;  // kept values + 2-bit positions
   std::unique_ptr<ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16>> tiles_plan;
   std::unique_ptr<ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>> block_plan;
+  std::unique_ptr<ops::tc_bitmap_plan<bf16>> bitmap_plan;
   std::unique_ptr<ops::sparse24_linear_plan<bf16>> s24_plan;
-  std::string tiles_err, block_err, s24_err;
+  std::string tiles_err, block_err, s24_err, bitmap_err;
   auto try_make = [&](auto&& make, std::string& err) {
     try {
       make();
@@ -1029,6 +1045,9 @@ void run_structure(shape_ctx& sc, structure_spec const& spec, std::map<std::int6
     if (tiles_plan) bt.tiles = double(tiles_plan->weight_bytes());
     SDNN_CUDA_CHECK(cudaStreamSynchronize(e.stream));  // the host copy may go
   }
+  if (do_bitmap)
+    try_make([&] { bitmap_plan = std::make_unique<ops::tc_bitmap_plan<bf16>>(std::as_const(w).view(), e); }, bitmap_err);
+  if (bitmap_plan) bt.bitmap = double(bitmap_plan->weight_bytes());
   block_sparse_matrix<bf16> bsr_host = f_blocks.get();
   if (do_blocks)
     try_make([&] { block_plan = std::make_unique<ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>>(bsr_host, e); },
@@ -1108,6 +1127,7 @@ void run_structure(shape_ctx& sc, structure_spec const& spec, std::map<std::int6
       }));
     };
     if (do_tiles) plan_path("tc_tile_offsets", tiles_plan, tiles_err);
+    if (do_bitmap && n <= g_opt.bitmap_max_n) plan_path("tc_bitmap", bitmap_plan, bitmap_err);
     if (do_blocks) plan_path("tc_block32", block_plan, block_err);
     if (do_s24)
       rs.push_back(run_path(p, "sparse24", [&](result& r) {

@@ -1,9 +1,10 @@
-// The tensor-core layer's host side: block_sparse and tile_offsets conversions (round trips,
+// The tensor-core layer's host side: block_sparse, tile_offsets and bitmap_tiles conversions (round trips,
 // hand-checked layouts, every validate() refusal), magnitude pruning (unstructured and by
 // blocks), and the references Y = epi(X W^T) on hand-computed cases.
 #include "sdnn_catch.hpp"
 #include "sdnn_test_util.hpp"
 
+#include <sdnn/formats/bitmap_tiles.hpp>
 #include <sdnn/formats/block_sparse.hpp>
 #include <sdnn/formats/csr.hpp>
 #include <sdnn/formats/tile_offsets.hpp>
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -520,4 +522,55 @@ TEST_CASE("tc_stream schedule: balanced runs, and every panel summed once", "[li
     replay_stream_schedule(ptr, bytes, ctas, warps, trial % 2 ? 192 : 0);
   }
   replay_stream_schedule({0, 0, 0}, {}, 132, 8, 192);  // nothing stored
+}
+
+TEST_CASE("bitmap_tiles: round trips, the fragment order, the record's counts", "[formats][tc]") {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-4.f, 4.f), pick(0.f, 1.f);
+  for (auto [m, k, density] : {std::tuple<int, int, float>{1, 1, 1.f}, {17, 33, 0.3f}, {40, 16, 0.05f}, {16, 48, 0.f},
+                               {35, 71, 1.f}}) {
+    dense_matrix<bf16> w(m, k);
+    for (auto& v : w.values()) v = pick(rng) < density ? bf16(u(rng)) : bf16(0.f);
+    auto const b = bitmap_tiles_from_dense(std::as_const(w).view());
+    REQUIRE(b.tile_rows() == (m + 15) / 16);
+    REQUIRE(b.tile_cols() == (k + 63) / 64 * 4);
+    REQUIRE(b.records().size() == std::size_t(b.tile_rows() * b.tile_cols()));  // every tile, empty ones too
+    std::int64_t pairs = 0;  // pairs (i, 2c), (i, 2c + 1) with a nonzero
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < k; j += 2) pairs += float(w(i, j)) != 0.f || (j + 1 < k && float(w(i, j + 1)) != 0.f);
+    REQUIRE(b.pairs() == pairs);
+    auto const d = to_dense(b);
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < k; ++j) REQUIRE(float(d(i, j)) == float(w(i, j)));
+    // Each record: start = pairs before the tile; before[j] = the set bits of mask[0 .. j-1].
+    std::uint32_t start = 0;
+    for (auto const& r : b.records()) {
+      REQUIRE(r.start == start);
+      std::uint32_t seen = 0;
+      for (int q = 0; q < 4; ++q) {
+        REQUIRE(r.before[q] == seen);
+        seen += std::uint32_t(__builtin_popcount(r.mask[q]));
+      }
+      REQUIRE(r.count == seen);
+      REQUIRE(r.zero == 0);
+      start += seen;
+    }
+    REQUIRE(start == b.pairs());
+  }
+  // Row 9, column 27 of a group: 27 = 16 t + 4 u + 2 (j / 2) + 1 with t = 1, u = 2, j / 2 = 1, and row
+  // 9 = g + 8 with g = 1: register j = 3 of lane g * 4 + t = 5 in tile 2: bit 5 of its mask[3]; the
+  // pair is (0, 3).
+  dense_matrix<fp16> one(16, 30);
+  one(9, 27) = fp16(3.f);
+  auto const b = bitmap_tiles_from_dense(std::as_const(one).view());
+  REQUIRE(b.records().size() == 4);
+  for (int u = 0; u < 4; ++u)
+    for (int q = 0; q < 4; ++q) REQUIRE(b.records()[std::size_t(u)].mask[q] == (u == 2 && q == 3 ? (1u << 5) : 0u));
+  REQUIRE(b.pairs() == 1);
+  REQUIRE(float(b.values()[0]) == 0.f);
+  REQUIRE(float(b.values()[1]) == 3.f);
+  REQUIRE(float(b.at(9, 27)) == 3.f);
+  REQUIRE(float(b.at(9, 26)) == 0.f);
+  REQUIRE(float(b.at(11, 9)) == 0.f);
+  REQUIRE(has(error_text([&] { (void)b.at(16, 0); }), "outside"));
 }
