@@ -16,7 +16,7 @@ bench_linear16 run, and checks a model against it.
 The model: t(N) = launch(N) + units * rate(N), both piecewise linear in N between the anchors
 1, 8, 32, 128, 512, 2048. units: cublas_dense, sparse24 and cusparselt M*K/1e6, tc_block32 occupied 32x32
 blocks/1e3, tc_tile_offsets occupied 64x64 tiles * (1 + nnz per tile / 960) / 1e3, cusparse_csr
-nonzeros/1e6. launch and rate at an anchor: least squares on relative error over the grid's points
+nonzeros/1e6, tc_bitmap (16x16 tiles + stored column pairs / 96) / 1e3. launch and rate at an anchor: least squares on relative error over the grid's points
 at that N (every shape and structure the path ran).
 """
 import json
@@ -24,12 +24,13 @@ import re
 import sys
 
 ANCHORS = [1, 8, 32, 128, 512, 2048]
-PATHS = ["cublas_dense", "tc_block32", "tc_tile_offsets", "sparse24", "cusparse_csr", "cusparselt"]
+PATHS = ["cublas_dense", "tc_block32", "tc_tile_offsets", "sparse24", "cusparse_csr", "cusparselt", "tc_bitmap"]
 BENCH_NAME = {"cublas_bf16": "cublas_dense", "tc_block32": "tc_block32", "tc_tile_offsets": "tc_tile_offsets",
-              "sparse24": "sparse24", "cusparse_csr_bf16": "cusparse_csr", "cusparselt": "cusparselt"}
+              "sparse24": "sparse24", "cusparse_csr_bf16": "cusparse_csr", "cusparselt": "cusparselt",
+              "tc_bitmap": "tc_bitmap"}
 # Paths that compute the same bf16 layer (the "fastest" of a point); the float and fp16/tf32
 # baselines and the automatic plans themselves are reported beside it, not in it.
-SAME_LAYER = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_block32", "sparse24", "cusparselt",
+SAME_LAYER = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_bitmap", "tc_block32", "sparse24", "cusparselt",
               "cusparse_csr_bf16", "cusparse_bsr_bf16"}
 
 
@@ -40,6 +41,9 @@ def units(path, p):
         return p["blocks32"] * 1e-3
     if path == "cusparse_csr":
         return p["nnz"] * 1e-6
+    if path == "tc_bitmap":  # linear/policy/tc_auto.hpp: tc_path_units
+        tiles = (p["m"] + 15) // 16 * ((p["k"] + 63) // 64 * 4)
+        return (tiles + p["pairs"] / 96.0) * 1e-3 if tiles else 0.0
     per_tile = p["nnz"] / p["tiles64"] if p["tiles64"] else 0.0
     return p["tiles64"] * (1.0 + per_tile / 960.0) * 1e-3
 
@@ -189,7 +193,7 @@ def self_test():
     for m, k in ((4096, 4096), (8192, 8192), (11008, 4096)):
         for sp, tiles, blocks in ((0.9, 1.0, 1.0), (0.99, 0.9, 0.2)):
             info = {"m": m, "k": k, "nnz": int(m * k * (1 - sp)), "tiles64": int(m * k / 4096 * tiles),
-                    "blocks32": int(m * k / 1024 * blocks)}
+                    "blocks32": int(m * k / 1024 * blocks), "pairs": int(m * k / 2 * (1 - sp * sp))}
             for n in ANCHORS:
                 for bench, path in BENCH_NAME.items():
                     l, r = truth[path][ANCHORS.index(n)]

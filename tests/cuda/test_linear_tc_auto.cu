@@ -120,7 +120,8 @@ TEMPLATE_TEST_CASE("tc_auto: every path against the reference at odd sizes, both
   for (auto c : {cas{kind::dense, policy::tc_path::cublas_dense}, cas{kind::unstructured, policy::tc_path::tc_tile_offsets},
                  cas{kind::blocks, policy::tc_path::tc_block32}, cas{kind::s24, policy::tc_path::sparse24},
                  cas{kind::unstructured, policy::tc_path::cublas_dense},
-                 cas{kind::unstructured, policy::tc_path::cusparse_csr}}) {
+                 cas{kind::unstructured, policy::tc_path::cusparse_csr},
+                 cas{kind::unstructured, policy::tc_path::tc_bitmap}}) {
     auto const w = make_w<T>(c.w, m, k, 11u + unsigned(c.w));
     stream_guard sg;
     bool const one_row = c.p == policy::tc_path::cusparse_csr;  // that path runs one row only

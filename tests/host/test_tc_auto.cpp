@@ -21,7 +21,7 @@ namespace {
 unsigned bit(tc_path p) { return 1u << int(p); }
 }  // namespace
 
-TEST_CASE("tc_auto: analyze_weights counts nonzeros, tiles, blocks and 2:4 at odd sizes", "[tc_auto]") {
+TEST_CASE("tc_auto: analyze_weights counts nonzeros, pairs, tiles, blocks and 2:4 at odd sizes", "[tc_auto]") {
   dense_matrix<bf16> w(70, 130);  // 2 x 3 tiles of 64, 3 x 5 blocks of 32, a 2-column tail group
   for (auto& v : w.values()) v = bf16(0.f);
   SECTION("all zero (and -0)") {
@@ -41,6 +41,7 @@ TEST_CASE("tc_auto: analyze_weights counts nonzeros, tiles, blocks and 2:4 at od
     w(33, 64) = bf16(3.f);
     auto s = ops::analyze_weights(std::as_const(w).view());
     CHECK(s.nnz == 4);
+    CHECK(s.pairs == 3);     // columns (0, 1), (128, 129), (64, 65)
     CHECK(s.tiles64 == 3);   // (0,0), (1,2), (0,1)
     CHECK(s.blocks32 == 3);  // (0,0), (2,4), (1,2)
     CHECK(s.is_24);
@@ -56,7 +57,8 @@ TEST_CASE("tc_auto: analyze_weights counts nonzeros, tiles, blocks and 2:4 at od
 TEST_CASE("tc_auto: candidates and the cost model's choices", "[tc_auto]") {
   auto const t = policy::tc_auto_tuning_for(arch{9, 0});
   CHECK(std::string(t.gpu).find("H100") != std::string::npos);
-  policy::weight_structure dense{11008, 4096, 11008ll * 4096, 172 * 64, 172 * 64, 344 * 128, 344 * 128, false};
+  policy::weight_structure dense{11008, 4096, 11008ll * 4096, 172 * 64, 172 * 64, 344 * 128, 344 * 128, false,
+                                 11008ll * 2048};
   CHECK(policy::tc_candidates(t, dense) == bit(tc_path::cublas_dense));
   auto blocks = dense;  // 90 % of the 32 x 32 blocks empty, every tile occupied
   blocks.blocks32 = blocks.blocks32_total / 10;
@@ -64,19 +66,23 @@ TEST_CASE("tc_auto: candidates and the cost model's choices", "[tc_auto]") {
   unsigned const cb = policy::tc_candidates(t, blocks);
   CHECK((cb & bit(tc_path::tc_block32)) != 0);
   CHECK(policy::tc_choose(t, blocks, 8, cb).path == tc_path::tc_block32);
-  auto un = dense;  // 90 % unstructured
+  auto un = dense;  // 90 % unstructured: 1 - 0.9^2 of the column pairs hold a nonzero
   un.nnz = un.nnz / 10;
+  un.pairs = un.pairs * 19 / 100;
   unsigned const cu = policy::tc_candidates(t, un);
   CHECK((cu & bit(tc_path::tc_tile_offsets)) != 0);
+  CHECK((cu & bit(tc_path::tc_bitmap)) != 0);
   CHECK((cu & bit(tc_path::tc_block32)) == 0);  // every block occupied
   CHECK((cu & bit(tc_path::cusparse_csr)) != 0);
   CHECK(policy::tc_choose(t, un, 1, cu).path == tc_path::cusparse_csr);  // one row: cuSPARSE's SpMM
-  CHECK(policy::tc_choose(t, un, 8, cu).path == tc_path::tc_tile_offsets);
+  CHECK(policy::tc_choose(t, un, 8, cu).path == tc_path::tc_bitmap);  // measured 1.51x cuBLAS here
+  CHECK(policy::tc_choose(t, un, 8, cu & ~bit(tc_path::tc_bitmap)).path == tc_path::tc_tile_offsets);
   CHECK(policy::tc_runnable(cu, 2) == (cu & ~bit(tc_path::cusparse_csr)));  // cuSPARSE: one row only
   CHECK(policy::tc_runnable(cu, 1) == cu);
   CHECK(policy::tc_choose(t, un, 2048, cu).path == tc_path::cublas_dense);
   auto s24 = dense;
   s24.nnz /= 2;
+  s24.pairs = s24.pairs * 5 / 6;  // two kept of four: a pair is empty one time in six
   s24.is_24 = true;
   unsigned const cs = policy::tc_candidates(t, s24);
   CHECK((cs & bit(tc_path::sparse24)) != 0);
@@ -100,12 +106,13 @@ TEST_CASE("tc_auto: candidates and the cost model's choices", "[tc_auto]") {
       unsigned const c = policy::tc_candidates(t, w);
       CHECK(policy::tc_pick(t, w, n, c) == policy::tc_choose(t, w, n, c).path);
     }
-  // Estimates grow with N for every path (the fitted launch terms may dip by a few percent).
+  // Estimates grow with N for every path (the fitted launch terms may dip: tc_bitmap measured 8 %
+  // faster at N = 8 than at N = 1 on most shapes).
   for (int p = 0; p < policy::tc_path_count; ++p) {
     double prev = 0;
     for (std::int64_t n : {1, 8, 32, 100, 128, 512, 2048, 4096}) {
       double const e = policy::tc_estimate_us(t, tc_path(p), blocks, n);
-      CHECK(e >= 0.97 * prev);
+      CHECK(e >= 0.9 * prev);
       prev = e;
     }
   }

@@ -1,7 +1,7 @@
 // sdnn/linear/op/tc_auto.cuh - ops::tc_auto_linear_plan<T, Out>: Y[N x M] = epi(X[N x K] W^T)
 // for a 16-bit W given dense on the host, run by whichever of cuBLAS dense, 32 x 32 block-sparse,
-// 64 x 64 tile-offsets, 2:4, cuSPARSE CSR or (where the program has it) cuSPARSELt 2:4 is fastest
-// for the batch size. The constructor reads W's structure
+// 64 x 64 tile-offsets, 16 x 16 bitmap tiles, 2:4, cuSPARSE CSR or (where the program has it)
+// cuSPARSELt 2:4 is fastest for the batch size. The constructor reads W's structure
 // (analyze_weights), asks the cost model (linear/policy/tc_auto.hpp) which paths win at the
 // batch sizes up to max_rows, and uploads only those encodings. run() picks among them per N
 // without synchronising; path(n) and reason(n) say what it runs and why. tune() replaces the
@@ -31,6 +31,7 @@
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/plan.cuh"
+#include "sdnn/formats/bitmap_tiles.hpp"
 #include "sdnn/formats/block_sparse.hpp"
 #include "sdnn/formats/convert.hpp"
 #include "sdnn/formats/copy.cuh"
@@ -40,6 +41,7 @@
 #include "sdnn/linear/kernel/epilogue.cuh"
 #include "sdnn/linear/op/sparse24_linear.cuh"
 #include "sdnn/linear/op/tc_auto.hpp"
+#include "sdnn/linear/op/tc_bitmap.cuh"
 #include "sdnn/linear/op/tc_linear.cuh"
 #include "sdnn/linear/vendor/cublas.cuh"
 #include "sdnn/linear/vendor/cusparse.cuh"
@@ -67,6 +69,7 @@ class tc_auto_linear_plan {
   using blocks_plan = tc_linear_plan<policy::tc_block_sparse_mma, T>;
   using tiles_plan = tc_linear_plan<policy::tc_tile_offsets_mma, T>;
   using s24_plan = sparse24_linear_plan<T, Out>;
+  using bitmap_plan = tc_bitmap_plan<T, Out>;
 
  public:
   using value_type = T;
@@ -125,6 +128,7 @@ class tc_auto_linear_plan {
     if (blocks_) b += blocks_->weight_bytes() + blocks_->workspace_bytes();
     if (tiles_) b += tiles_->weight_bytes() + tiles_->workspace_bytes();
     if (s24_) b += std::size_t(structure_.m) * std::size_t(structure_.k) * 9 / 16 + s24_->workspace_bytes();
+    if (bitmap_) b += bitmap_->weight_bytes();
     for (auto const& [n, lt] : lt_) b += lt->device_bytes();
     b += csr_w_.row_ptr().size() * 4 + csr_w_.col_idx().size() * 4 + csr_w_.values().size() * sizeof(T) +
          csr_ws_.size();
@@ -342,6 +346,10 @@ class tc_auto_linear_plan {
       build_csr(w, own);
       built_ |= 1u << int(P::cusparse_csr);
     }
+    if (mask & (1u << int(P::tc_bitmap))) {
+      bitmap_ = std::make_unique<bitmap_plan>(bitmap_tiles_from_dense(w), exec);
+      built_ |= 1u << int(P::tc_bitmap);
+    }
     if ((built_ & ((1u << int(P::cublas_dense)) | (1u << int(P::cusparse_csr)))) && stage_.size() == 0) {
       if constexpr (!std::is_same_v<Out, float>) {
         // the vendor paths' staging for a non-identity epilogue: float rows, one chunk of at most
@@ -439,6 +447,7 @@ class tc_auto_linear_plan {
     if (mask & (1u << int(P::tc_block32))) blocks_.reset();
     if (mask & (1u << int(P::tc_tile_offsets))) tiles_.reset();
     if (mask & (1u << int(P::sparse24))) s24_.reset();
+    if (mask & (1u << int(P::tc_bitmap))) bitmap_.reset();
     if (mask & (1u << int(P::cusparse_csr))) {
       csr_.reset();
       csr_w_ = {};
@@ -456,6 +465,7 @@ class tc_auto_linear_plan {
       case P::tc_block32: return blocks_->run(exec, x, y, epi);
       case P::tc_tile_offsets: return tiles_->run(exec, x, y, epi);
       case P::sparse24: return s24_->run(exec, x, y, epi);
+      case P::tc_bitmap: return bitmap_->run(exec, x, y, epi);
       case P::cusparselt:
         if constexpr (std::is_same_v<Out, T>) {  // never a candidate otherwise
           lt_.at(x.rows)->run(exec, x, y);
@@ -505,6 +515,7 @@ class tc_auto_linear_plan {
   std::unique_ptr<blocks_plan> blocks_;
   std::unique_ptr<tiles_plan> tiles_;
   std::unique_ptr<s24_plan> s24_;
+  std::unique_ptr<bitmap_plan> bitmap_;
   std::map<std::int64_t, std::unique_ptr<vendor::sparse24_matmul<T>>> lt_;  // cuSPARSELt, by batch size
   std::string lt_refused_;
   csr_matrix<T, std::int32_t, device_space> csr_w_;

@@ -39,7 +39,7 @@ struct tc_auto_options {
                                  // staging for a non-identity epilogue with a 16-bit Y, at most
 };
 
-// One pass over W (M x K): nonzeros, occupied 64 x 64 tiles and 32 x 32 blocks, and whether
+// One pass over W (M x K): nonzeros, column pairs holding one, occupied 64 x 64 tiles and 32 x 32 blocks, and whether
 // every aligned group of four along K (the last one zero-padded) holds at most two nonzeros.
 // A NaN or Inf counts as a nonzero.
 template <class T>
@@ -72,6 +72,8 @@ policy::weight_structure analyze_weights(dense_view<T const> w) {
         tiles[std::size_t(j / 64)] = 1;
         if (++in_group > 2) is24 = false;
       }
+      if (j % 2 == 1 || j + 1 == w.cols)
+        s.pairs += ::sdnn::detail::is_nonzero(row[j]) || (j % 2 == 1 && ::sdnn::detail::is_nonzero(row[j - 1]));
     }
   }
   for (auto b : blocks) s.blocks32 += b;

@@ -27,6 +27,8 @@ namespace sdnn::policy {
 //   cusparselt:      W 2:4 through cuSPARSELt (cusparseLtMatmul, float compute), a plan per batch
 //                    size; only where the program has cuSPARSELt (linear/vendor/cusparselt.cuh
 //                    built with SDNN_HAS_CUSPARSELT) and Y is 16-bit. Fastest for 2:4 at 512+ rows.
+//   tc_bitmap:       W in 16 x 16 bitmap tiles of stored value pairs, decoded in registers
+//                    (tc_bitmap_plan): unstructured sparsity at small N.
 // Not candidates, by measurement (bench_linear16, benchmarks/results/linear16_*.md): sdnn's own
 // dense mma.sync kernel (slower than cuBLAS at every point) and the float CUDA-core kernels
 // (they compute a float layer; on float copies they beat every 16-bit path only at 99 % sparsity
@@ -37,9 +39,10 @@ enum class tc_path : int {
   tc_tile_offsets = 2,
   sparse24 = 3,
   cusparse_csr = 4,
-  cusparselt = 5
+  cusparselt = 5,
+  tc_bitmap = 6
 };
-inline constexpr int tc_path_count = 6;
+inline constexpr int tc_path_count = 7;
 inline constexpr unsigned tc_all_paths = (1u << tc_path_count) - 1;  // a mask of every path
 
 constexpr char const* tc_path_name(tc_path p) {
@@ -50,6 +53,7 @@ constexpr char const* tc_path_name(tc_path p) {
     case tc_path::sparse24: return "sparse24";
     case tc_path::cusparse_csr: return "cusparse_csr";
     case tc_path::cusparselt: return "cusparselt";
+    case tc_path::tc_bitmap: return "tc_bitmap";
   }
   return "?";
 }
@@ -61,13 +65,16 @@ struct weight_structure {
   std::int64_t tiles64 = 0, tiles64_total = 0;    // 64 x 64 tiles holding a nonzero, of all
   std::int64_t blocks32 = 0, blocks32_total = 0;  // 32 x 32 blocks holding a nonzero, of all
   bool is_24 = false;  // every aligned group of 4 along K (zero-padded) holds at most 2 nonzeros
+  std::int64_t pairs = 0;  // aligned column pairs (2c, 2c + 1) of a row holding a nonzero
 
+  // The 16 x 16 tiles tc_bitmap stores: 16-row panels x 4 per 64-column group.
+  std::int64_t tiles16() const { return (m + 15) / 16 * ((k + 63) / 64 * 4); }
   double density() const { return m > 0 && k > 0 ? double(nnz) / (double(m) * double(k)) : 0.0; }
   double block_occupancy() const { return blocks32_total ? double(blocks32) / double(blocks32_total) : 0.0; }
   std::string describe() const {
-    return ::sdnn::detail::concat("W ", m, " x ", k, ", ", nnz, " nonzeros (density ", density(), "), ", tiles64,
-                                  " of ", tiles64_total, " 64x64 tiles and ", blocks32, " of ", blocks32_total,
-                                  " 32x32 blocks occupied, ", is_24 ? "2:4" : "not 2:4");
+    return ::sdnn::detail::concat("W ", m, " x ", k, ", ", nnz, " nonzeros (density ", density(), ") in ", pairs,
+                                  " column pairs, ", tiles64, " of ", tiles64_total, " 64x64 tiles and ", blocks32,
+                                  " of ", blocks32_total, " 32x32 blocks occupied, ", is_24 ? "2:4" : "not 2:4");
   }
 };
 
@@ -75,7 +82,9 @@ struct weight_structure {
 // between the anchors (and beyond the last, along its last segment). units: cublas_dense,
 // sparse24 and cusparselt M*K / 1e6; tc_block32 occupied blocks / 1e3; tc_tile_offsets occupied tiles / 1e3
 // weighted by their fill, tiles * (1 + nnz per tile / 960) (a tile's fixed work is worth 960
-// nonzeros of expansion, from the N = 8 fit of 50-95 % below); cusparse_csr nonzeros / 1e6.
+// nonzeros of expansion, from the N = 8 fit of 50-95 % below); cusparse_csr nonzeros / 1e6;
+// tc_bitmap its 16 x 16 tiles / 1e3 weighted the same way, tiles * (1 + stored pairs per tile / 96)
+// (a tile's decode is worth 96 stored pairs, from its N = 8 times at 50-99 % on two shapes).
 inline constexpr int tc_anchor_count = 6;
 inline constexpr std::array<double, tc_anchor_count> tc_anchors{1, 8, 32, 128, 512, 2048};
 
@@ -102,9 +111,11 @@ struct tc_auto_tuning {
 // from the 2:4 rows of a cuSPARSELt build of it (linear16_lt_NVIDIA-H100_2026-11-25.jsonl), and
 // cublas_dense and tc_block32 from the grid rerun for those two paths on 2026-11-26, after the direct
 // block kernel took over small N (linear16_block32_NVIDIA-H100_2026-11-26.jsonl: tc_block32's
-// launch term at N = 1 fell from 14 to 6.8 us). CTest host.tc_auto_table checks that the rows below
-// are that fit. Replayed on those points, the modelled choice is within 5 % of the fastest measured
-// path at 214 of 216 (worst 1.14x, 4096 x 4096 at 99 % and N = 8, a shape that fits in L2).
+// launch term at N = 1 fell from 14 to 6.8 us), and tc_bitmap from its grid run of 2026-11-26
+// (linear16_bitmap_NVIDIA-H100_2026-11-26.jsonl, unstructured and blocks, N up to 2048). CTest
+// host.tc_auto_table checks that the rows below are that fit. Replayed on those points, the modelled
+// choice is within 5 % of the fastest measured path at 212 of 216 (worst 1.15x, 8192 x 8192 at 99 %
+// and N = 8: tc_bitmap modelled, tc_tile_offsets measured faster).
 inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
     {9, 0},
     "NVIDIA H100 80GB HBM3 (2026-11-25)",
@@ -117,6 +128,7 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
         {{7.381, 7.539, 10.63, 10.84, 35.7, 6.162}, {0.5147, 0.5124, 0.5123, 0.8642, 2.066, 9.892}}, // sparse24
         {{18.11, 18.11, 18.11, 18.11, 18.11, 18.11}, {2.229, 91.38, 242.1, 887.1, 3460, 14030}},     // cusparse_csr
         {{15.55, 14.62, 14.8, 15.53, 18.5, 8.457}, {0.6894, 0.7074, 0.7042, 0.6883, 0.8489, 3.522}},  // cusparselt
+        {{5.919, 5.327, 5.514, 14.38, 44.91, 163.1}, {0.13, 0.121, 0.1445, 0.5099, 1.98, 7.863}},   // tc_bitmap
     }},
     0.6,
     0.6,
@@ -146,6 +158,10 @@ inline double tc_path_units(tc_path p, weight_structure const& w) {
       return double(w.tiles64) * (1.0 + per_tile / 960.0) * 1e-3;
     }
     case tc_path::cusparse_csr: return double(w.nnz) * 1e-6;
+    case tc_path::tc_bitmap: {
+      double const tiles = double(w.tiles16());
+      return tiles > 0 ? (tiles + double(w.pairs) / 96.0) * 1e-3 : 0.0;
+    }
   }
   return 0;
 }
@@ -172,7 +188,7 @@ inline unsigned tc_candidates(tc_auto_tuning const& t, weight_structure const& w
   unsigned c = 1u << int(tc_path::cublas_dense);
   if (w.nnz > 0 || w.m * w.k == 0) {
     if (w.block_occupancy() <= t.max_block_occupancy) c |= 1u << int(tc_path::tc_block32);
-    if (w.density() <= t.max_tile_density) c |= 1u << int(tc_path::tc_tile_offsets);
+    if (w.density() <= t.max_tile_density) c |= (1u << int(tc_path::tc_tile_offsets)) | (1u << int(tc_path::tc_bitmap));
     if (w.density() <= t.max_csr_density) c |= 1u << int(tc_path::cusparse_csr);
   }
   if (w.is_24) c |= (1u << int(tc_path::sparse24)) | (1u << int(tc_path::cusparselt));
