@@ -116,8 +116,8 @@ def main():
             ax.set_xticklabels([f"{st}\n{sp:.2f}" if st != "dense" else "dense" for st, sp in cols], fontsize=7)
             ax.set_yticks(range(len(layers)))
             ax.set_yticklabels(layers, fontsize=7)
-            what = "automatic" if path == "automatic" else "sdnn block / 2:4 kernel"
-            ax.set_title(f"{typ}, batch {batch}: {what} / cuDNN {typ}", fontsize=8)
+            what = "automatic" if path == "automatic" else "sdnn kernel"
+            ax.set_title(f"{typ} b{batch}: {what} / cuDNN", fontsize=8)
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="log2 speedup over cuDNN (same type, same run)")
     first = rows[0]
     fig.suptitle(f"bench_conv16 on {first['gpu']}, CUDA {first['cuda_runtime']}, {first['date']}, "

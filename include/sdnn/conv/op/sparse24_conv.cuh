@@ -2,8 +2,8 @@
 // bf16/fp16 activations whose filter is 2:4 sparse along its reduction dimension (R*S*C, channel
 // fastest, as the GEMM view conv/nhwc.hpp orders it), on mma.sp (wgmma.sp in sm_90a builds): the
 // implicit GEMM of conv/op/tc_conv.hpp with the 2:4 linear layer's kernel, the input read in place
-// as the im2col operand (kernels::tc_im2col_x). Magnitude pruning of a filter to this structure is
-// ops::prune_sparse24 of its GEMM view (train/op/prune_sparse24.hpp). Under the plan protocol of
+// as the im2col operand (kernels::tc_im2col_x). Magnitude pruning of a filter to this structure:
+// conv::gemm_sparse24_weights (conv/gemm_weights.hpp). Under the plan protocol of
 // core/plan.hpp: the constructor checks and uploads, run() enqueues one kernel on exec.stream and
 // never allocates, frees or synchronises.
 #pragma once
