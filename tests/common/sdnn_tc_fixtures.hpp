@@ -1,5 +1,5 @@
-// Shared helpers of the 16-bit tensor-core tests (linear and convolution): seeded random values and
-// dense matrices, the significand bits of each output type, and the weights of a tensor-core policy
+// Shared helpers of the 16-bit tensor-core tests (linear and convolution): seeded random values,
+// dense and magnitude-pruned matrices, the significand bits of each output type, and the weights of a tensor-core policy
 // made from a dense matrix. Host-only.
 #pragma once
 
@@ -8,11 +8,13 @@
 #include <sdnn/formats/dense.hpp>
 #include <sdnn/formats/tile_offsets.hpp>
 #include <sdnn/linear/policy/tensor_core.hpp>
+#include <sdnn/train/op/prune_structured.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <random>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace sdnn_test {
@@ -36,6 +38,16 @@ std::vector<T> random_vector(std::int64_t n, unsigned seed, float lo = -1.f, flo
   std::vector<T> v(static_cast<std::size_t>(n));
   for (auto& x : v) x = T(u(rng));
   return v;
+}
+
+// W m x k with about `sparsity` of its entries zero (unstructured, magnitude pruning of a
+// random_matrix); 0: all kept, 1: all zero.
+template <class T>
+sdnn::dense_matrix<T> pruned(std::int64_t m, std::int64_t k, double sparsity, unsigned seed) {
+  auto w = random_matrix<T>(m, k, seed);
+  if (sparsity <= 0) return w;
+  if (sparsity >= 1) return sdnn::dense_matrix<T>(m, k);
+  return sdnn::train::prune_magnitude(std::as_const(w).view(), sparsity);
 }
 
 // The weights of tensor-core policy Policy made from a dense host matrix: a copy (dense), blocks of

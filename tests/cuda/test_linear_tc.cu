@@ -26,18 +26,12 @@ using sdnn_test::error_text;
 using sdnn_test::has;
 using sdnn_test::make_tc_weights;
 using sdnn_test::out_bits;
+using sdnn_test::pruned;
 using sdnn_test::random_matrix;
 using sdnn_test::stream_guard;
 using sdnn_test::upload;
 
 namespace {
-
-// W M x K with about `sparsity` of its entries zero (unstructured, magnitude pruning).
-template <class T>
-dense_matrix<T> pruned(std::int64_t m, std::int64_t k, double sparsity, unsigned seed) {
-  auto w = random_matrix<T>(m, k, seed);
-  return sparsity > 0 ? train::prune_magnitude(std::as_const(w).view(), sparsity) : std::move(w);
-}
 
 template <class Out>
 double max_finite() {

@@ -10,7 +10,6 @@
 #include <sdnn/formats/bitmap_tiles.hpp>
 #include <sdnn/linear/op/tc_bitmap.cuh>
 #include <sdnn/linear/reference/tc_linear.hpp>
-#include <sdnn/train/op/prune_structured.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -23,19 +22,12 @@ using namespace sdnn;
 using sdnn_test::download;
 using sdnn_test::error_text;
 using sdnn_test::out_bits;
+using sdnn_test::pruned;
 using sdnn_test::random_matrix;
 using sdnn_test::stream_guard;
 using sdnn_test::upload;
 
 namespace {
-
-template <class T>
-dense_matrix<T> pruned(std::int64_t m, std::int64_t k, double sparsity, unsigned seed) {
-  auto w = random_matrix<T>(m, k, seed);
-  if (sparsity <= 0) return w;
-  if (sparsity >= 1) return dense_matrix<T>(m, k);
-  return train::prune_magnitude(std::as_const(w).view(), sparsity);
-}
 
 struct options {
   int x_offset = 0;  // X starts this many elements into its buffer (odd: no 4-byte pairs)

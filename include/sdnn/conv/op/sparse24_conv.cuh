@@ -31,7 +31,7 @@ class sparse24_conv_plan {
   // Uploaded once on exec.stream. Refused before anything reaches the device: a view of another
   // shape, a layer whose index arithmetic would overflow (tc_conv_can_run), a GPU below sm_80.
   sparse24_conv_plan(conv::conv_shape shape, sparse24_matrix<T> const& wg, cuda_exec exec, plan_options opt = {})
-      : shape_(checked(shape, wg.rows(), wg.cols())), lin_(wg, exec, opt) {
+      : shape_(detail::checked_conv_gemm(shape, wg.rows(), wg.cols(), "sparse24_conv")), lin_(wg, exec, opt) {
     lin_.template prepare_x<kernels::tc_im2col_x<T>>();
   }
 
@@ -39,10 +39,7 @@ class sparse24_conv_plan {
   std::size_t workspace_bytes() const noexcept { return lin_.workspace_bytes(); }
   std::string describe(std::int64_t batch = 0) const {
     auto const& s = shape_;
-    std::string d = ::sdnn::detail::concat("sparse24_conv ", s.C, " x ", s.H, " x ", s.W, " -> ", s.K, " x ", s.OH(),
-                                           " x ", s.OW(), ", ", s.R, " x ", s.S, " stride ", s.stride_h, " x ",
-                                           s.stride_w, " pad ", s.pad_h, " x ", s.pad_w, " dilation ", s.dil_h, " x ",
-                                           s.dil_w, " (NHWC, implicit GEMM); ", lin_.describe());
+    std::string d = detail::describe_conv(s, "sparse24_conv") + lin_.describe();
     if (batch > 0) d += "; run: " + lin_.describe_run(batch * std::int64_t(s.OH()) * s.OW());
     return d;
   }
@@ -60,14 +57,6 @@ class sparse24_conv_plan {
   }
 
  private:
-  static conv::conv_shape checked(conv::conv_shape s, std::int64_t rows, std::int64_t cols) {
-    s.check();
-    SDNN_EXPECTS_DIMS(rows == s.K && cols == s.filter_size(), "sparse24_conv: the filter's GEMM view must be K x R*S*C = ",
-                      s.K, " x ", s.filter_size(), ", got ", rows, " x ", cols);
-    ::sdnn::detail::implementable(tc_conv_can_run(s, 1), 0);
-    return s;
-  }
-
   conv::conv_shape shape_;
   linear_plan lin_;
 };

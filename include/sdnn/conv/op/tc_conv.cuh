@@ -65,7 +65,7 @@ class tc_conv_plan {
   // bf16/fp16, block_sparse_matrix or tile_offsets_matrix). Uploaded once on exec.stream.
   // opt.max_rows bounds the pixels (batch * OH * OW) of runs that split K (small batches).
   tc_conv_plan(conv::conv_shape shape, weights_type const& wg, cuda_exec exec, plan_options opt = {})
-      : shape_(checked(shape, wg.rows(), wg.cols())), lin_(wg, exec, opt) {
+      : shape_(detail::checked_conv_gemm(shape, wg.rows(), wg.cols(), "tc_conv")), lin_(wg, exec, opt) {
     lin_.template prepare_x<kernels::tc_im2col_x<T>>();
   }
 
@@ -74,11 +74,8 @@ class tc_conv_plan {
   std::size_t workspace_bytes() const noexcept { return lin_.workspace_bytes(); }
   std::string describe(std::int64_t batch = 0) const {
     auto const& s = shape_;
-    std::string d = ::sdnn::detail::concat("tc_conv ", s.C, " x ", s.H, " x ", s.W, " -> ", s.K, " x ", s.OH(), " x ",
-                                           s.OW(), ", ", s.R, " x ", s.S, " stride ", s.stride_h, " x ", s.stride_w,
-                                           " pad ", s.pad_h, " x ", s.pad_w, " dilation ", s.dil_h, " x ", s.dil_w,
-                                           " (NHWC, implicit GEMM); ");
-    return d + lin_.template describe<kernels::tc_im2col_x<T>>(batch * std::int64_t(s.OH()) * s.OW());
+    return detail::describe_conv(s, "tc_conv") +
+           lin_.template describe<kernels::tc_im2col_x<T>>(batch * std::int64_t(s.OH()) * s.OW());
   }
 
   // y (NHWC, batch x OH x OW x K, of T or float) = epi(conv(x)), x NHWC batch x H x W x C on
@@ -96,14 +93,6 @@ class tc_conv_plan {
   }
 
  private:
-  static conv::conv_shape checked(conv::conv_shape s, std::int64_t rows, std::int64_t cols) {
-    s.check();
-    SDNN_EXPECTS_DIMS(rows == s.K && cols == s.filter_size(), "tc_conv: the filter's GEMM view must be K x R*S*C = ",
-                      s.K, " x ", s.filter_size(), ", got ", rows, " x ", cols);
-    ::sdnn::detail::implementable(tc_conv_can_run(s, 1), 0);
-    return s;
-  }
-
   conv::conv_shape shape_;
   linear_plan lin_;
 };

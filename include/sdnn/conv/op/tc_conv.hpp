@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "sdnn/conv/shape.hpp"
 #include "sdnn/core/error.hpp"
@@ -35,5 +36,23 @@ inline plan_status tc_conv_can_run(conv::conv_shape const& s, std::int64_t batch
         " (R*S*C = ", s.filter_size(), "): pixels, input and output elements must each be below 2^31"));
   return {};
 }
+
+namespace detail {
+// The layer's shape once checked against its filter's GEMM view (rows x cols): a valid layer, a K x
+// R*S*C view, index arithmetic within int32 (tc_conv_can_run). what: the plan, for the messages.
+inline conv::conv_shape checked_conv_gemm(conv::conv_shape s, std::int64_t rows, std::int64_t cols, char const* what) {
+  s.check();
+  SDNN_EXPECTS_DIMS(rows == s.K && cols == s.filter_size(), what, ": the filter's GEMM view must be K x R*S*C = ", s.K,
+                    " x ", s.filter_size(), ", got ", rows, " x ", cols);
+  if (auto const st = tc_conv_can_run(s, 1); !st) SDNN_FAIL(st.why());
+  return s;
+}
+// "what C x H x W -> K x OH x OW, R x S stride .. pad .. dilation .. (NHWC, implicit GEMM); "
+inline std::string describe_conv(conv::conv_shape const& s, char const* what) {
+  return ::sdnn::detail::concat(what, " ", s.C, " x ", s.H, " x ", s.W, " -> ", s.K, " x ", s.OH(), " x ", s.OW(), ", ",
+                                s.R, " x ", s.S, " stride ", s.stride_h, " x ", s.stride_w, " pad ", s.pad_h, " x ",
+                                s.pad_w, " dilation ", s.dil_h, " x ", s.dil_w, " (NHWC, implicit GEMM); ");
+}
+}  // namespace detail
 
 }  // namespace sdnn::ops

@@ -20,7 +20,7 @@
 #include "sdnn/core/config.hpp"
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/linear/arch/mma_sp.cuh"
-#include "sdnn/linear/kernel/tc_x_operand.cuh"
+#include "sdnn/linear/arch/tc_x_operand.cuh"
 
 namespace sdnn::kernels {
 

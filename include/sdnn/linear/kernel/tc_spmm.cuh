@@ -21,7 +21,7 @@
 #include "sdnn/core/numeric.cuh"
 #include "sdnn/formats/tile_offsets.hpp"
 #include "sdnn/linear/arch/mma.cuh"
-#include "sdnn/linear/kernel/tc_x_operand.cuh"
+#include "sdnn/linear/arch/tc_x_operand.cuh"
 
 namespace sdnn::kernels {
 

@@ -189,7 +189,7 @@ class sparse24_linear_plan {
   }
 
   // The same product with another X operand of n rows and in_features() columns (XSrc: one of
-  // linear/kernel/tc_x_operand.cuh, e.g. kernels::tc_im2col_x: a convolution as an implicit GEMM);
+  // linear/arch/tc_x_operand.cuh, e.g. kernels::tc_im2col_x: a convolution as an implicit GEMM);
   // y: n x out_features(). An operand whose 16-byte copies are off (xs.vec false) runs the first
   // (smallest) tile. prepare_x<XSrc>() reads, once at plan time, how many CTAs of each tile fit an
   // SM with this operand (the schedule's waves); without it the dense rows' counts are used.

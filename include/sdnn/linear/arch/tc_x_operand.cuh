@@ -1,5 +1,5 @@
-// sdnn/linear/kernel/tc_x_operand.cuh - the activation (X) operands of the tensor-core kernels
-// (tc_spmm.cuh, sparse24_mma.cuh): the N x K operand X of Y = X W^T as dense rows, or as a
+// sdnn/linear/arch/tc_x_operand.cuh - the activation (X) operands of the tensor-core kernels
+// (linear/kernel/tc_spmm.cuh, sparse24_mma.cuh): the N x K operand X of Y = X W^T as dense rows, or as a
 // convolution's NHWC input read in place as its implicit im2col matrix. Each copies one k-block's
 // X tile into shared memory, in the layout the kernel's Cfg names.
 #pragma once
