@@ -5,7 +5,8 @@
 // tiles as 16 consecutive values (two 16-byte loads per 8 rows of X; the format orders K so), and
 // decodes its A fragments from the tiles' records straight into registers (a popcount and a 32-bit
 // load per register; the lanes read a register's stored pairs from consecutive words). No shared
-// memory or barrier in the main loop; the next group's records are loaded a step ahead. The warps'
+// memory or barrier in the main loop, and no prefetch of the next group's records: the registers it
+// takes cost more warps than it hides (benchmarks/results/tc_linear_notes.md, v6). The warps'
 // partial sums are added in warp order through shared memory at the end: deterministic.
 #pragma once
 
@@ -58,7 +59,7 @@ __global__ void __launch_bounds__(Warps * 32) tc_bitmap_kernel(tc_bitmap_args p)
 #pragma unroll
     for (int c = 0; c < 4; ++c) acc[i][c] = 0.f;
 
-  // The 4 records of group G (the same for every lane: broadcast loads), or empty past G1.
+  // The 4 records of group G (the same for every lane: broadcast loads).
   auto fetch = [&](int G, uint4 (&r)[4][2]) {
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
