@@ -25,7 +25,7 @@
 // weight: 32 / 256 + 2 P, P = 1 - s^2 the share of stored pairs at sparsity s (random positions):
 // 1.6 / 1.1 / 0.51 / 0.32 / 0.17 at 50 / 70 / 90 / 95 / 99 % (dense: 2).
 
-#include <algorithm>
+#include <bitset>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -76,18 +76,14 @@ class bitmap_tiles_matrix {
   T at(std::int64_t i, std::int64_t j) const {
     SDNN_EXPECTS(i >= 0 && i < rows_ && j >= 0 && j < cols_, "bitmap_tiles_matrix::at: (", i, ", ", j,
                  ") outside ", rows_, " x ", cols_);
+    // The inverse of bitmap_row / bitmap_col: lane 4 g + t holds it in register j of tile u.
     int const row = int(i % tile), col = int(j % group), u = (col % 16) / 4;
+    int const lane = 4 * (row % 8) + col / 16, reg = row / 8 + 2 * ((col % 4) / 2);
     auto const& r = records_[std::size_t((i / tile) * tile_cols() + (j / group) * 4 + u)];
-    std::uint32_t idx = r.start;
-    for (int reg = 0; reg < 4; ++reg)
-      for (int lane = 0; lane < 32; ++lane) {
-        bool const stored = (r.mask[reg] >> lane) & 1u;
-        int const c = detail::bitmap_col(lane, reg, u);
-        if (detail::bitmap_row(lane, reg) == row && (col == c || col == c + 1))
-          return stored ? values_[2 * std::size_t(idx) + std::size_t(col - c)] : T(0.f);
-        idx += stored;
-      }
-    return T(0.f);
+    if (!((r.mask[reg] >> lane) & 1u)) return T(0.f);
+    // The pair's place: as the kernel finds it, start + before[reg] + the lanes below with reg stored.
+    std::size_t const pair = std::size_t(r.start) + r.before[reg] + std::bitset<32>(r.mask[reg] & ((1u << lane) - 1u)).count();
+    return values_[2 * pair + std::size_t(col % 2)];
   }
 
   template <class U>

@@ -59,22 +59,12 @@ __global__ void __launch_bounds__(Warps * 32) tc_bitmap_kernel(tc_bitmap_args p)
 #pragma unroll
     for (int c = 0; c < 4; ++c) acc[i][c] = 0.f;
 
-  // The 4 records of group G (the same for every lane: broadcast loads).
-  auto fetch = [&](int G, uint4 (&r)[4][2]) {
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      if (G < G1) {
-        uint4 const* src = reinterpret_cast<uint4 const*>(rec + 4 * G + u);
-        r[u][0] = __ldg(src);
-        r[u][1] = __ldg(src + 1);
-      } else {
-        r[u][0] = r[u][1] = make_uint4(0u, 0u, 0u, 0u);
-      }
-    }
-  };
   for (int G = G0; G < G1; ++G) {
+    // The 4 records of group G (32 bytes each, the same for every lane: broadcast loads).
     uint4 cur[4][2];
-    fetch(G, cur);
+    uint4 const* src = reinterpret_cast<uint4 const*>(rec + 4 * G);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) cur[u][0] = __ldg(src + 2 * u), cur[u][1] = __ldg(src + 2 * u + 1);
     // X: this lane's 16 values X(n, 64 G + 16 t .. + 15), n = 8 nt + g, as 8 words; tile u takes
     // words 2u (its b0) and 2u + 1 (its b1).
     std::uint32_t xw[NT][8];
@@ -108,7 +98,7 @@ __global__ void __launch_bounds__(Warps * 32) tc_bitmap_kernel(tc_bitmap_args p)
         std::uint32_t const before = __byte_perm(cur[u][1].x, 0u, 0x4440u | j);
         a[j] = (mask[j] & lane_bit) ? __ldg(pairs + (before + __popc(mask[j] & lanes_below))) : 0u;
       }
-      if (cur[u][1].z != 0) {  // an empty tile (or one past G1) adds nothing: skip its mma (uniform)
+      if (cur[u][1].z != 0) {  // an empty tile adds nothing: skip its mma (uniform)
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) mma::mma_m16n8k16<T>(acc[nt], a, xw[nt][2 * u], xw[nt][2 * u + 1]);
       }
