@@ -258,12 +258,12 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
     return;
   }
   // sdnn on the same weights (checked against cuDNN's output), then each structure.
-  auto sdnn_time = [&](auto policy_tag, auto const& weights, std::string const& path, std::string const& structure,
-                       double sp, T const* ref) {
-    using P = decltype(policy_tag);
+  // make(): an sdnn convolution plan (tc_conv_plan, sparse24_conv_plan); its time, its output
+  // checked against ref, what it runs.
+  auto plan_time = [&](auto make, std::string const& path, std::string const& structure, double sp, T const* ref) {
     row r{path, structure, sp, target};
     try {
-      ops::tc_conv_plan<P, T> plan(s, weights, ex);
+      auto const plan = make();
       r.t = measure([&] { plan.run(ex, dx.data(), batch, dy.data(), epi); });
       if (ref) r.check = max_rel_diff(dy.data(), ref, yout);
       r.note = plan.describe(batch);
@@ -272,6 +272,18 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
       r.t = {NAN, NAN};
     }
     rows.push_back(r);
+  };
+  auto sdnn_time = [&](auto policy_tag, auto const& weights, std::string const& path, std::string const& structure,
+                       double sp, T const* ref) {
+    plan_time([&] { return ops::tc_conv_plan<decltype(policy_tag), T>(s, weights, ex); }, path, structure, sp, ref);
+  };
+  // cuDNN on pruned weights (zeros and all) into dref: the reference output of their check.
+  auto cudnn_reference = [&](dense_matrix<T> const& w) {
+    try {
+      vendor::cudnn_conv2d_nhwc<T> ref(s, batch, std::as_const(w).view(), bias, true, false, ex);
+      ref.run(ex, dx.data(), dref.data());
+    } catch (std::exception const&) {
+    }
   };
   // The automatic plan on the same weights: its time, and what it chose.
   auto auto_time = [&](dense_matrix<T> const& w, std::string const& structure, double sp) {
@@ -300,12 +312,7 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
       auto pr = conv::prune_channel_blocks(s, std::as_const(wg).view(), bko, bc, sp);
       auto bw = conv::channel_block_gemm_weights(s, std::as_const(pr.gemm).view(), pr.mask);
       double const actual = 1.0 - double(pr.mask.kept_count()) / double(pr.mask.blocks());
-      // cuDNN on the pruned weights is the reference output for the check (zeros and all).
-      try {
-        vendor::cudnn_conv2d_nhwc<T> ref(s, batch, std::as_const(pr.gemm).view(), bias, true, false, ex);
-        ref.run(ex, dx.data(), dref.data());
-      } catch (std::exception const&) {
-      }
+      cudnn_reference(pr.gemm);
       sdnn_time(policy::tc_block_sparse_mma{}, bw, "sdnn_tc_blocks", st, actual, dref.data());
       auto_time(pr.gemm, st, actual);
     }
@@ -337,22 +344,9 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
   if (g_opt.sparse24) {
     target = 0.5;
     auto const w24 = to_dense(ops::prune_sparse24(std::as_const(wg).view()));
-    try {
-      vendor::cudnn_conv2d_nhwc<T> ref(s, batch, std::as_const(w24).view(), bias, true, false, ex);
-      ref.run(ex, dx.data(), dref.data());
-    } catch (std::exception const&) {
-    }
-    row r{"sdnn_tc_sparse24", "2:4", 0.5, target};
-    try {
-      ops::sparse24_conv_plan<T> plan(s, sparse24_from_dense(std::as_const(w24).view()), ex);
-      r.t = measure([&] { plan.run(ex, dx.data(), batch, dy.data(), epi); });
-      r.check = max_rel_diff(dy.data(), dref.data(), yout);
-      r.note = plan.describe(batch);
-    } catch (std::exception const& e) {
-      r.note = std::string("failed: ") + e.what();
-      r.t = {NAN, NAN};
-    }
-    rows.push_back(r);
+    cudnn_reference(w24);
+    plan_time([&] { return ops::sparse24_conv_plan<T>(s, sparse24_from_dense(std::as_const(w24).view()), ex); },
+              "sdnn_tc_sparse24", "2:4", 0.5, dref.data());
     auto_time(w24, "2:4", 0.5);
   }
 
