@@ -177,6 +177,9 @@ void for_each_sweep_tile([[maybe_unused]] F&& f) {
   f(sweep_tile<policy::sparse24_tile_w_n64>{"w_n64"});
   f(sweep_tile<policy::sparse24_tile_w_n128>{"w_n128"});
   f(sweep_tile<policy::sparse24_tile_w_m256_n128>{"w_m256_n128"});
+  f(sweep_tile<policy::sparse24_tile_ws_n32>{"ws_n32"});
+  f(sweep_tile<policy::sparse24_tile_ws_n64>{"ws_n64"});
+  f(sweep_tile<policy::sparse24_tile_ws_n128>{"ws_n128"});
 #endif
 #endif
 }

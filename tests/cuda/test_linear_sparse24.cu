@@ -316,7 +316,13 @@ TEST_CASE("sparse24 linear: wgmma.sp tiles, odd shapes, splits, unaligned X", "[
     exact_case<fp16, float, policy::sparse24_tile_w_n64>(600, 700, n, 148, ex);
     exact_case<bf16, float, policy::sparse24_tile_w_n128>(600, 700, n, 149, ex);
     exact_case<fp16, fp16, policy::sparse24_tile_w_m256_n128>(600, 700, n, 150, ex);
+    exact_case<bf16, bf16, policy::sparse24_tile_ws_n64>(600, 700, n, 163, ex);
+    exact_case<fp16, float, policy::sparse24_tile_ws_n128>(600, 700, n, 164, ex);
   }
+  // Warp-specialized tiles: K longer than the pipeline (the stages wrap several times), K split.
+  exact_case<bf16, bf16, policy::sparse24_tile_ws_n128>(300, 4096, 200, 166, ex);
+  exact_case<fp16, fp16, policy::sparse24_tile_ws_n128>(257, 4096, 33, 167, ex);
+  exact_case<bf16, float, policy::sparse24_tile_ws_n64>(257, 8192, 129, 168, ex);
   exact_case<fp16, fp16, policy::sparse24_tile_w_n128>(257, 4096, 33, 156, ex);  // few tiles: K split
   exact_case<bf16, bf16, policy::sparse24_tile_w_m256_n128>(257, 4096, 129, 157, ex);
   exact_case<bf16, float, policy::sparse24_tile_w_n64>(130, 8192, 70, 158, ex, 0.3);
@@ -327,6 +333,10 @@ TEST_CASE("sparse24 linear: wgmma.sp tiles, odd shapes, splits, unaligned X", "[
     auto x2 = random_x<fp16>(n + 1, k + 1, 304, 160, true);
     auto got = run_plan(plan, x2, n, k, 304, m, m, epilogue_none(), ex, 1);
     require_exact(got, reference_y<fp16, fp16>(w, x2, n, 304, m, epilogue_none(), 1), n, m, m);
+    // The loading warpgroup's plain shared stores (no 16-byte copies) are handed over the same way.
+    ops::sparse24_linear_plan<fp16, fp16, policy::sparse24_tile_ws_n128> ws_plan(w, ex);
+    auto got_ws = run_plan(ws_plan, x2, n, k, 304, m, m, epilogue_none(), ex, 1);
+    require_exact(got_ws, reference_y<fp16, fp16>(w, x2, n, 304, m, epilogue_none(), 1), n, m, m);
   }
   {  // random reals, bias, ReLU
     std::int64_t const m = 777, k = 1234, n = 129;
@@ -336,6 +346,12 @@ TEST_CASE("sparse24 linear: wgmma.sp tiles, odd shapes, splits, unaligned X", "[
     ops::sparse24_linear_plan<bf16, float, policy::sparse24_tile_w_m256_n128> plan(w, ex);
     auto got = run_plan(plan, x, n, k, k, m, m, epi.device, ex);
     require_within_bound(got, reference_y<bf16, float>(w, x, n, k, m, epi.host), w, x, n, k, m, epi.bias);
+    ops::sparse24_linear_plan<bf16, float, policy::sparse24_tile_ws_n128> ws_plan(w, ex);
+    auto got_ws = run_plan(ws_plan, x, n, k, k, m, m, epi.device, ex);
+    require_within_bound(got_ws, reference_y<bf16, float>(w, x, n, k, m, epi.host), w, x, n, k, m, epi.bias);
+    // The same bits on a repeat run.
+    auto again = run_plan(ws_plan, x, n, k, k, m, m, epi.device, ex);
+    REQUIRE(std::memcmp(got_ws.data(), again.data(), got_ws.size() * sizeof(float)) == 0);
   }
 }
 #endif
@@ -408,6 +424,8 @@ TEST_CASE("sparse24 linear: whole tiles then split tiles (more tiles than reside
 #if SDNN_SPARSE24_WGMMA
   check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_w_m256_n128>(w, ex));
   check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_w_n128>(w, ex));
+  check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_ws_n128>(w, ex));
+  check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_ws_n64>(w, ex));
 #endif
 }
 

@@ -262,11 +262,18 @@ TEST_CASE("sparse24_linear_can_implement", "[linear][sparse24]") {
   REQUIRE(policy::sparse24_pick(arch{9, 0}, 128, false) == policy::sparse24_choice::n32);
   REQUIRE(policy::sparse24_pick(arch{9, 0}, 256, false) == policy::sparse24_choice::n64);
   REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, false) == policy::sparse24_choice::large);
+  // wgmma built, X gathered by the threads (a convolution's im2col): the wgmma tiles.
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 8, true, false) == policy::sparse24_choice::n8);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 32, true, false) == policy::sparse24_choice::n32);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 64, true, false) == policy::sparse24_choice::w_n64);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 128, true, false) == policy::sparse24_choice::w_mid);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, true, false) == policy::sparse24_choice::w_large);
+  // Dense rows through tensor maps: the warp-specialized tiles.
   REQUIRE(policy::sparse24_pick(arch{9, 0}, 8, true) == policy::sparse24_choice::n8);
-  REQUIRE(policy::sparse24_pick(arch{9, 0}, 32, true) == policy::sparse24_choice::n32);
-  REQUIRE(policy::sparse24_pick(arch{9, 0}, 64, true) == policy::sparse24_choice::w_n64);
-  REQUIRE(policy::sparse24_pick(arch{9, 0}, 128, true) == policy::sparse24_choice::w_mid);
-  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, true) == policy::sparse24_choice::w_large);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 9, true) == policy::sparse24_choice::ws_n32);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 64, true) == policy::sparse24_choice::ws_n64);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 65, true) == policy::sparse24_choice::ws_large);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, true) == policy::sparse24_choice::ws_large);
   REQUIRE(policy::sparse24_pick(arch{10, 0}, 2048, true) == policy::sparse24_choice::large);
   REQUIRE(policy::sparse24_pick(arch{8, 0}, 64, true) == policy::sparse24_choice::n64);
 }

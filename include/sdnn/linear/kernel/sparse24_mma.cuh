@@ -7,12 +7,19 @@
 // or a convolution's NHWC input as its implicit im2col matrix); tile, stages and warps from
 // policy::sparse24_tile. A cp.async pipeline feeds swizzled shared memory, ldmatrix the fragments; Y
 // goes out through shared memory. Tiles with Wgmma (sm_90a) run wgmma.sp per warpgroup instead, B read from the same
-// swizzled stage by descriptor. Operand layout: linear/op/sparse24_linear.cuh.
+// swizzled stage by descriptor. Warp-specialized wgmma tiles add a loading warpgroup: it fills the
+// stages (one thread through tensor maps when X is dense aligned rows, else all 128 with cp.async)
+// and hands each over through a "full" shared-memory barrier; the multiplying warpgroups hand it
+// back through an "empty" one and keep one wgmma batch in flight. Operand layout:
+// linear/op/sparse24_linear.cuh.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+#include <cuda.h>
+#include <cuda/ptx>
 
 #include <cstdint>
 #include <type_traits>
@@ -59,6 +66,15 @@ __device__ __forceinline__ int swizzle(int row) {
   else return (row >> 1) & 3;  // 64-byte rows: two rows share a 128-byte bank line
 }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Spins until the phase of bar with this parity has completed (acquire: what the arrivals
+// released is visible afterwards).
+__device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, int parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, static_cast<std::uint32_t>(parity))) {
+  }
+}
+#endif
+
 template <class Out>
 __device__ __forceinline__ Out from_float(float v) {
   if constexpr (std::is_same_v<Out, float>) return v;
@@ -72,13 +88,25 @@ __device__ __forceinline__ Out from_float(float v) {
 // 16-byte pieces of row r XOR-swizzled as ldmatrix and wgmma read them.
 template <class Tile>
 struct sparse24_x_cfg {
-  static constexpr int BK = Tile::bk, BN = Tile::bn, threads = Tile::threads;
+  static constexpr int BK = Tile::bk, BN = Tile::bn, threads = Tile::load_threads;
   struct x_layout {
     __device__ static int at(int r, int c) {
       return r * BK + (((c >> 3) ^ sp_detail::swizzle<BK / 8>(r)) << 3);
     }
   };
 };
+
+// The operands of a warp-specialized tile as tensor maps (core/tma.cuh), taking the place of the X
+// operand: one thread then copies a whole stage with three cp.async.bulk.tensor. a: W's values
+// ([m_pad][k_pad/2] 16-bit, boxes of BM rows x 32, the 64-byte swizzle of the A stage); e: its
+// metadata ([m_pad/16][k_pad/2] words, boxes of BM/16 x 32); x: dense X rows ([n][k] 16-bit, boxes of
+// BN x 64, the 128-byte swizzle; rows past n and columns past k read as zeros).
+struct sparse24_tma_x {
+  CUtensorMap a, e, x;
+  bool vec = true;
+};
+template <class XSrc>
+inline constexpr bool is_sparse24_tma_x_v = std::is_same_v<XSrc, sparse24_tma_x>;
 
 // Dynamic shared memory of one CTA: the pipeline, reused by the transposed epilogue tile.
 template <class Tile, class Out>
@@ -91,20 +119,30 @@ constexpr int sparse24_smem_bytes() {
 // operand (n = p.n, K = p.k), e.g. tc_rows_x (16-byte copies when its rows are aligned, 2-byte
 // loads otherwise) or tc_im2col_x.
 template <class T, class Out, class Tile, class XSrc>
-__global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_kernel(sparse24_args p, XSrc xs) {
+__global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_kernel(sparse24_args p,
+                                                                                        __grid_constant__ XSrc const xs) {
   static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "sparse24_mma_kernel: bf16 or fp16");
   constexpr int BM = Tile::bm, BN = Tile::bn, BK = Tile::bk, STAGES = Tile::stages, THREADS = Tile::threads;
   constexpr int MI = Tile::mi, NI = Tile::ni, WM = Tile::warps_m;
+  // Warp-specialized tiles: warps [0, MMA_THREADS / 32) multiply, the last warpgroup loads.
+  constexpr bool WS = Tile::warp_specialized;
+  constexpr int MMA_THREADS = Tile::mma_threads, LOAD_THREADS = Tile::load_threads;
+  constexpr bool TMA = is_sparse24_tma_x_v<XSrc>;  // one thread loads a stage through tensor maps
+  static_assert(!TMA || WS, "sparse24_mma_kernel: tensor-map operands need a warp-specialized tile");
   constexpr int A_PITCH = BK, B_PITCH = 2 * BK;              // bytes per shared row: BK/2 values, BK X entries
   constexpr int A_ROW_CHUNKS = A_PITCH / 16, B_ROW_CHUNKS = B_PITCH / 16;
   constexpr int KB = BK / 64;                                // 16 x 64 metadata blocks per 16 rows per stage
   constexpr int A_CHUNKS = BM * A_ROW_CHUNKS, E_CHUNKS = BM / 16 * KB * 8;
-  constexpr int A_ROUNDS = (A_CHUNKS + THREADS - 1) / THREADS;
+  constexpr int A_ROUNDS = (A_CHUNKS + LOAD_THREADS - 1) / LOAD_THREADS;
   using XCfg = sparse24_x_cfg<Tile>;
   static_assert(B_ROW_CHUNKS == BK / 8, "sparse24_mma_kernel: X rows of BK 16-bit entries");
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ int is_last_split;
+  // Warp-specialized tiles: full[s] completes when stage s has landed (one arrival per loading
+  // thread, or the tensor-map thread's one arrival and the stage's bytes), empty[s] when every
+  // multiplying warp is done with it (one arrival per warp).
+  __shared__ std::uint64_t full[WS ? STAGES : 1], empty[WS ? STAGES : 1];
   // wgmma tiles: the pipeline starts at a 1024-byte boundary (align_bytes of slack were allocated).
   unsigned char* smem = smem_raw;
   if constexpr (Tile::align_bytes > 0)
@@ -112,6 +150,8 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
 
   int const tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   int const wm = warp % WM, wn = warp / WM;
+  bool const is_loader = WS && tid >= MMA_THREADS, is_mma = !WS || tid < MMA_THREADS;
+  int const ltid = WS ? (is_loader ? tid - MMA_THREADS : 0) : tid;  // the thread's index among the loaders
 
   // The unit: a tile and a range of BK steps.
   int const unit = static_cast<int>(blockIdx.x);
@@ -132,30 +172,33 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
 
   auto const* vals = static_cast<unsigned char const*>(p.values) + static_cast<std::int64_t>(m0) * p.k_pad;
   std::uint32_t const* meta = p.meta + static_cast<std::int64_t>(m0 / 16) * (p.k_pad / 64) * 32;
-  auto const xstate = xs.template start<XCfg>(n0, p.n, tid);
+  auto const xstate = [&] {
+    if constexpr (TMA) return 0;
+    else return xs.template start<XCfg>(n0, p.n, ltid);
+  }();
 
   // Stage s: [A: BM rows x A_PITCH][E: BM/16 x KB blocks x 128 bytes][B: BN rows x B_PITCH].
   auto stage_a = [&](int s) { return smem + s * Tile::stage_bytes; };
   auto stage_e = [&](int s) { return smem + s * Tile::stage_bytes + Tile::a_stage_bytes; };
   auto stage_b = [&](int s) { return smem + s * Tile::stage_bytes + Tile::a_stage_bytes + Tile::e_stage_bytes; };
 
-  auto load_stage = [&](int s, int kt) {
+  auto load_stage = [&](int s, int kt) {  // the cp.async loaders (tensor maps: see the warp-specialized loop)
     std::uint32_t const sa = sp_detail::smem_addr(stage_a(s));
 #pragma unroll
     for (int i = 0; i < A_ROUNDS; ++i) {
-      int const c = tid + i * THREADS, r = c / A_ROW_CHUNKS, j = c % A_ROW_CHUNKS;
-      if (A_CHUNKS % THREADS != 0 && c >= A_CHUNKS) break;
+      int const c = ltid + i * LOAD_THREADS, r = c / A_ROW_CHUNKS, j = c % A_ROW_CHUNKS;
+      if (A_CHUNKS % LOAD_THREADS != 0 && c >= A_CHUNKS) break;
       // Rows m0 + r < m_pad and bytes kt * BK + 16 j + 16 <= k_pad: in bounds by the padding.
       sp_detail::cp_async_16(sa + r * A_PITCH + ((j ^ sp_detail::swizzle<A_ROW_CHUNKS>(r)) << 4),
                              vals + static_cast<std::int64_t>(r) * p.k_pad + kt * BK + j * 16, 16);
     }
     std::uint32_t const se = sp_detail::smem_addr(stage_e(s));
-    for (int c = tid; c < E_CHUNKS; c += THREADS) {
+    for (int c = ltid; c < E_CHUNKS; c += LOAD_THREADS) {
       int const blk = c >> 3, q = c & 7, mb = blk / KB, kb = blk % KB;
       sp_detail::cp_async_16(se + (c << 4),
                              meta + (static_cast<std::int64_t>(mb) * (p.k_pad / 64) + kt * KB + kb) * 32 + q * 4, 16);
     }
-    xs.template issue<XCfg>(xstate, kt * BK, p.k, reinterpret_cast<std::uint16_t*>(stage_b(s)), tid);
+    if constexpr (!TMA) xs.template issue<XCfg>(xstate, kt * BK, p.k, reinterpret_cast<std::uint16_t*>(stage_b(s)), ltid);
   };
 
   float acc[MI][NI][4];
@@ -227,37 +270,122 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
     }
   };
 
-  // Pipeline. Invariant at the top of iteration i: STAGES - 1 + i groups committed by every
-  // thread (empty ones included), so wait<STAGES - 2> leaves stage i complete for this thread and
-  // the barrier makes it complete for all; the barrier also retires every read of stage
-  // (i - 1) % STAGES, which iteration i refills.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < nk) load_stage(s, kt_begin + s);
-    sp_detail::cp_async_commit();
-  }
-  for (int i = 0; i < nk; ++i) {
-    sp_detail::cp_async_wait<STAGES - 2>();
-    if constexpr (Tile::wgmma) sp_detail::fence_proxy_async_shared();  // this thread's writes, then wgmma's reads
+  if constexpr (WS) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    static_assert(Tile::wgmma && MI == 1 && BK == 64, "warp-specialized tiles: wgmma, one m16 slice per warp, BK 64");
+    if (tid == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        cuda::ptx::mbarrier_init(&full[s], TMA ? 1 : LOAD_THREADS);
+        cuda::ptx::mbarrier_init(&empty[s], MMA_THREADS / 32);
+      }
+    }
     __syncthreads();
-    int const next = i + STAGES - 1;
-    if (next < nk) load_stage(next % STAGES, kt_begin + next);
-    sp_detail::cp_async_commit();
-    compute_stage(i % STAGES);
+    if (is_loader) {
+      if constexpr (TMA) {
+        // One thread: the stage's bytes announced on full, then the three copies that complete
+        // them. Stage i reuses the buffer of stage i - STAGES once its empty phase completed.
+        if (ltid == 0) {
+          for (int i = 0; i < nk; ++i) {
+            int const s = i % STAGES, kt = kt_begin + i;
+            if (i >= STAGES) sp_detail::mbarrier_wait(&empty[s], (i / STAGES - 1) & 1);
+            cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                                 &full[s], static_cast<std::uint32_t>(Tile::stage_bytes));
+            std::int32_t const ca[2] = {kt * (BK / 2), m0}, ce[2] = {kt * (BK / 2), m0 / 16}, cx[2] = {kt * BK, n0};
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, stage_a(s), &xs.a, ca,
+                                            &full[s]);
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, stage_e(s), &xs.e, ce,
+                                            &full[s]);
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, stage_b(s), &xs.x, cx,
+                                            &full[s]);
+          }
+        }
+      } else {
+        // Stage i reuses the buffer of stage i - STAGES once every multiplying warp arrived on its
+        // empty barrier; each loading thread's arrival on full is triggered when its copies of the
+        // stage have landed (cp.async.mbarrier.arrive.noinc: counted in full's LOAD_THREADS). No
+        // fence between these writes and wgmma's reads, as in CUTLASS's cp.async-fed wgmma
+        // mainloops; plain shared stores (an X operand without 16-byte copies) are fenced by their
+        // writer. No deadlock: the empty arrival for stage i - STAGES comes with the multiplication
+        // of stage i - STAGES + 1, whose full arrival was issued at iteration i - STAGES + 1 < i.
+        for (int i = 0; i < nk; ++i) {
+          int const s = i % STAGES;
+          if (i >= STAGES) sp_detail::mbarrier_wait(&empty[s], (i / STAGES - 1) & 1);
+          load_stage(s, kt_begin + i);
+          if (!xs.vec) sp_detail::fence_proxy_async_shared();
+          cuda::ptx::cp_async_mbarrier_arrive_noinc(&full[s]);
+        }
+      }
+    } else {
+      // Two register sets for A and the metadata, alternating by stage: wgmma reads them
+      // asynchronously, so stage i's must stay untouched until its batch completes (the
+      // wait_group 1 of stage i + 1).
+      std::uint32_t a[2][2][4] = {}, ew[2] = {};
+      auto& d = reinterpret_cast<float(&)[NI * 4]>(acc[0]);
+      auto step = [&](int i, auto buf) {
+        constexpr int b = decltype(buf)::value;
+        int const s = i % STAGES;
+        sp_detail::mbarrier_wait(&full[s], (i / STAGES) & 1);
+        std::uint32_t const sa = sp_detail::smem_addr(stage_a(s)), sb = sp_detail::smem_addr(stage_b(s));
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks)
+          sp_detail::ldmatrix_x4(a[b][ks], sa + (warp_m0 + a_row) * A_PITCH + (((2 * ks + a_chunk) ^ a_swz) << 4));
+        ew[b] = reinterpret_cast<std::uint32_t const*>(stage_e(s))[(warp_m0 >> 4) * KB * 32 + lane];
+        std::uint64_t const desc = sp_detail::wgmma_desc_sw128(sb);
+        sp_detail::fence_operands(d);
+        sp_detail::wgmma_fence();
+        wgmma_sp_m64k32<T, BN, 0>(d, a[b][0], desc, ew[b]);
+        wgmma_sp_m64k32<T, BN, 1>(d, a[b][1], desc + (64 >> 4), ew[b]);
+        sp_detail::wgmma_commit();
+        sp_detail::wgmma_wait<1>();  // stage i - 1's batch is done: its stage goes back to the loaders
+        sp_detail::fence_operands(d);
+        if (i > 0 && lane == 0) cuda::ptx::mbarrier_arrive(&empty[(i - 1) % STAGES]);
+      };
+      for (int i = 0; i < nk; i += 2) {
+        step(i, std::integral_constant<int, 0>{});
+        if (i + 1 < nk) step(i + 1, std::integral_constant<int, 1>{});
+      }
+      sp_detail::wgmma_wait<0>();
+      sp_detail::fence_operands(d);
+    }
+    __syncthreads();  // every stage consumed: shared memory is free for the epilogue tile
+#else
+    __trap();  // compiled without sm_90a: the plan never selects these tiles then
+#endif
+  } else {
+    // Pipeline. Invariant at the top of iteration i: STAGES - 1 + i groups committed by every
+    // thread (empty ones included), so wait<STAGES - 2> leaves stage i complete for this thread and
+    // the barrier makes it complete for all; the barrier also retires every read of stage
+    // (i - 1) % STAGES, which iteration i refills.
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < nk) load_stage(s, kt_begin + s);
+      sp_detail::cp_async_commit();
+    }
+    for (int i = 0; i < nk; ++i) {
+      sp_detail::cp_async_wait<STAGES - 2>();
+      if constexpr (Tile::wgmma) sp_detail::fence_proxy_async_shared();  // this thread's writes, then wgmma's reads
+      __syncthreads();
+      int const next = i + STAGES - 1;
+      if (next < nk) load_stage(next % STAGES, kt_begin + next);
+      sp_detail::cp_async_commit();
+      compute_stage(i % STAGES);
+    }
+    sp_detail::cp_async_wait<0>();
+    __syncthreads();  // shared memory is free for the epilogue tile
   }
-  sp_detail::cp_async_wait<0>();
-  __syncthreads();  // shared memory is free for the epilogue tile
 
   if (is_split && p.splits > 1) {
     // Partial of this split, in fragment order: every CTA of the tile writes and reads the same
     // positions with the same thread, so the sum below needs no shared memory.
     int const slot0 = (tile - p.full_tiles) * p.splits;
     auto* mine = reinterpret_cast<float4*>(p.partial + static_cast<std::int64_t>(slot0 + split) * BM * BN);
+    if (is_mma)
 #pragma unroll
-    for (int i = 0; i < MI; ++i)
+      for (int i = 0; i < MI; ++i)
 #pragma unroll
-      for (int j = 0; j < NI; ++j)
-        __stcg(mine + (i * NI + j) * THREADS + tid, make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]));
+        for (int j = 0; j < NI; ++j)
+          __stcg(mine + (i * NI + j) * MMA_THREADS + tid,
+                 make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]));
     __threadfence();
     __syncthreads();
     if (tid == 0) is_last_split = atomicAdd(p.counters + (tile - p.full_tiles), 1) == p.splits - 1;
@@ -265,18 +393,19 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
     if (!is_last_split) return;
     __threadfence();
     // Sum in split order 0, 1, ..., whichever CTA finished last: the same bits on every run.
+    if (is_mma)
 #pragma unroll
-    for (int i = 0; i < MI; ++i)
+      for (int i = 0; i < MI; ++i)
 #pragma unroll
-      for (int j = 0; j < NI; ++j) {
-        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int q = 0; q < p.splits; ++q) {
-          float4 const v = __ldcg(reinterpret_cast<float4 const*>(p.partial + static_cast<std::int64_t>(slot0 + q) * BM * BN) +
-                                  (i * NI + j) * THREADS + tid);
-          s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+        for (int j = 0; j < NI; ++j) {
+          float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+          for (int q = 0; q < p.splits; ++q) {
+            float4 const v = __ldcg(reinterpret_cast<float4 const*>(p.partial + static_cast<std::int64_t>(slot0 + q) * BM * BN) +
+                                    (i * NI + j) * MMA_THREADS + tid);
+            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+          }
+          acc[i][j][0] = s.x, acc[i][j][1] = s.y, acc[i][j][2] = s.z, acc[i][j][3] = s.w;
         }
-        acc[i][j][0] = s.x, acc[i][j][1] = s.y, acc[i][j][2] = s.z, acc[i][j][3] = s.w;
-      }
     if (tid == 0) p.counters[tile - p.full_tiles] = 0;  // ready for the next launch (stream order)
   }
 
@@ -285,17 +414,18 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
   // warp_m0 + 16 i + lane / 4 + 8 (c / 2) and X row (n) warp_n0 + 8 j + 2 (lane % 4) + c % 2.
   constexpr int Y_PITCH = BM + 16 / int(sizeof(Out));  // elements; rows stay 16-byte aligned
   Out* const sy = reinterpret_cast<Out*>(smem);
+  if (is_mma)
 #pragma unroll
-  for (int i = 0; i < MI; ++i)
+    for (int i = 0; i < MI; ++i)
 #pragma unroll
-    for (int j = 0; j < NI; ++j)
+      for (int j = 0; j < NI; ++j)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        int const ml = warp_m0 + i * 16 + (lane >> 2) + 8 * (c >> 1);
-        int const nl = warp_n0 + j * 8 + 2 * (lane & 3) + (c & 1);
-        int const gm = m0 + ml;
-        sy[nl * Y_PITCH + ml] = sp_detail::from_float<Out>(gm < p.m ? p.epi(acc[i][j][c], gm) : 0.0f);
-      }
+        for (int c = 0; c < 4; ++c) {
+          int const ml = warp_m0 + i * 16 + (lane >> 2) + 8 * (c >> 1);
+          int const nl = warp_n0 + j * 8 + 2 * (lane & 3) + (c & 1);
+          int const gm = m0 + ml;
+          sy[nl * Y_PITCH + ml] = sp_detail::from_float<Out>(gm < p.m ? p.epi(acc[i][j][c], gm) : 0.0f);
+        }
   __syncthreads();
   constexpr int VEC = 16 / int(sizeof(Out)), ROW_CHUNKS = BM / VEC;
   bool const vec_ok = p.y_ld % VEC == 0 && (reinterpret_cast<std::uintptr_t>(p.y) & 15) == 0;

@@ -26,6 +26,7 @@
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/numeric.cuh"
 #include "sdnn/core/plan.cuh"
+#include "sdnn/core/tma.cuh"
 #include "sdnn/formats/sparse24.hpp"
 #include "sdnn/linear/kernel/sparse24_mma.cuh"
 #include "sdnn/linear/op/sparse24_linear.hpp"
@@ -47,7 +48,8 @@ struct sparse24_tiles_of<policy::sparse24_auto> {  // indexed by policy::sparse2
 #if SDNN_SPARSE24_WGMMA
   using type = sparse24_tile_list<policy::sparse24_tile_n8, policy::sparse24_tile_n32, policy::sparse24_tile_n64,
                                   policy::sparse24_auto_mid, policy::sparse24_auto_large, policy::sparse24_tile_w_n64,
-                                  policy::sparse24_auto_w_mid, policy::sparse24_auto_w_large>;
+                                  policy::sparse24_auto_w_mid, policy::sparse24_auto_w_large, policy::sparse24_tile_ws_n32,
+                                  policy::sparse24_tile_ws_n64, policy::sparse24_auto_ws_large>;
 #else
   using type = sparse24_tile_list<policy::sparse24_tile_n8, policy::sparse24_tile_n32, policy::sparse24_tile_n64,
                                   policy::sparse24_auto_mid, policy::sparse24_auto_large>;
@@ -207,7 +209,9 @@ class sparse24_linear_plan {
     if (n == 0 || m_ == 0) return;
     if (!xs.vec) return launch(detail::tile_tag<fallback_tile>{}, xs, -1, exec, n, y, epi, ws);
     if constexpr (std::is_same_v<Policy, policy::sparse24_auto>) {
-      int const i = static_cast<int>(policy::sparse24_pick(arch_, n));  // < n_tiles_kinds
+      // Tensor maps read dense rows only (xs.vec: 16-byte aligned).
+      bool const tma_x = std::is_same_v<XSrc, kernels::tc_rows_x<T>> && k_ > 0;
+      int const i = static_cast<int>(policy::sparse24_pick(arch_, n, policy::sparse24_wgmma_built, tma_x));  // < n_tiles_kinds
       with_tile(i, [&](auto tag) { launch(tag, xs, i, exec, n, y, epi, ws); });
     } else {
       launch(detail::tile_tag<typename detail::sparse24_tile_at<0, tiles_t>::type>{}, xs, 0, exec, n, y, epi, ws);
@@ -251,7 +255,7 @@ class sparse24_linear_plan {
   template <class Tile>
   static std::string tile_name() {
     return ::sdnn::detail::concat(Tile::bm, "x", Tile::bn, "x", Tile::bk, " w", Tile::warps_m, "x", Tile::warps_n, " s",
-                                  Tile::stages, Tile::wgmma ? " wgmma" : "");
+                                  Tile::stages, Tile::wgmma ? " wgmma" : "", Tile::warp_specialized ? " ws" : "");
   }
   template <std::size_t... I>
   void describe_tiles(std::string& s, std::index_sequence<I...>) const {
@@ -338,12 +342,31 @@ class sparse24_linear_plan {
     meta_ = to_device(words.data(), words.size(), exec);
 
     arch_ = ::sdnn::detail::current_arch();
+    if (arch_ == arch{9, 0}) build_tma(std::make_index_sequence<n_tiles_kinds>{});  // the only GPUs running them
     sms_ = ::sdnn::detail::sm_count();
     prepare_all<kernels::tc_rows_x<T>>(std::make_index_sequence<n_tiles_kinds>{});
     ws_bytes_ = workspace_all(std::make_index_sequence<n_tiles_kinds>{});
     if (own_workspace_) {
       own_ = buffer<unsigned char, device_space>(ws_bytes_, exec);
       SDNN_CUDA_CHECK(cudaMemsetAsync(own_.data(), 0, ws_bytes_, exec.stream));  // the split counters
+    }
+  }
+
+  // Tensor maps of W's values and metadata for the warp-specialized tiles (sparse24_tma_x).
+  template <std::size_t... I>
+  void build_tma(std::index_sequence<I...>) {
+    (build_tma_one<I>(), ...);
+  }
+  template <std::size_t I>
+  void build_tma_one() {
+    using Tile = typename detail::sparse24_tile_at<int(I), tiles_t>::type;
+    if constexpr (Tile::warp_specialized) {
+      if (k_pad_ == 0) return;
+      using ::sdnn::detail::make_tma_2d;
+      tma_a_[I] = make_tma_2d(values_.data(), 2, std::uint64_t(m_pad_), std::uint64_t(k_pad_ / 2), std::uint64_t(k_pad_),
+                              Tile::bm, Tile::bk / 2, CU_TENSOR_MAP_SWIZZLE_64B);
+      tma_e_[I] = make_tma_2d(meta_.data(), 4, std::uint64_t(m_pad_ / 16), std::uint64_t(k_pad_ / 2),
+                              std::uint64_t(k_pad_) * 2, Tile::bm / 16, Tile::bk / 2, CU_TENSOR_MAP_SWIZZLE_NONE);
     }
   }
 
@@ -379,6 +402,21 @@ class sparse24_linear_plan {
         SDNN_CUDA_CHECK(cudaMemsetAsync(a.counters, 0, slots_used * sizeof(int), exec.stream));
     }
     constexpr int smem = kernels::sparse24_smem_bytes<Tile, NOut>();
+    if constexpr (Tile::warp_specialized && std::is_same_v<XSrc, kernels::tc_rows_x<T>>) {
+      // Dense, 16-byte aligned X rows: the whole stage through tensor maps (one per run for X).
+      if (xs.vec && index >= 0 && k_ > 0) {
+        kernels::sparse24_tma_x const t{tma_a_[std::size_t(index)], tma_e_[std::size_t(index)],
+                                        ::sdnn::detail::make_tma_2d(xs.x, 2, std::uint64_t(n), std::uint64_t(k_),
+                                                                    std::uint64_t(xs.ldx) * 2, Tile::bn, Tile::bk,
+                                                                    CU_TENSOR_MAP_SWIZZLE_128B),
+                                        true};
+        auto const fn = kernel<Tile, kernels::sparse24_tma_x>();
+        ::sdnn::detail::allow_dynamic_smem(fn, smem);
+        fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a, t);
+        SDNN_CUDA_CHECK_LAUNCH();
+        return;
+      }
+    }
     auto const fn = kernel<Tile, XSrc>();
     ::sdnn::detail::allow_dynamic_smem(fn, smem);  // again by the launch (prepare() may be another unit's copy)
     fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a, xs);
@@ -396,6 +434,7 @@ class sparse24_linear_plan {
   buffer<T, device_space> values_;            // [m_pad x k_pad/2]
   buffer<std::uint32_t, device_space> meta_;  // [m_pad/16][k_pad/64][32]
   buffer<unsigned char, device_space> own_;   // the plan's own workspace (plan_options::own_workspace)
+  std::array<CUtensorMap, n_tiles_kinds> tma_a_{}, tma_e_{};  // warp-specialized tiles: W's values, metadata
   ::sdnn::detail::run_streams runs_;          // the streams its buffers wait for when released
 };
 

@@ -17,16 +17,21 @@ namespace sdnn::policy {
 // SDNN_SPARSE24_WGMMA=1, linear/arch/mma_sp.cuh): every warpgroup multiplies its 64 rows by all BN
 // columns from shared memory, so WarpsM = BM / 16, WarpsN = 1, BK = 64 (128-byte X rows, the
 // swizzle wgmma reads) and BN is 32, 64 or 128; otherwise mma.sp m16n8k32 per warp.
-template <int BM, int BN, int BK, int WarpsM, int WarpsN, int Stages, bool Wgmma = false>
+// WarpSpecialized (wgmma tiles only): one more warpgroup only loads (cp.async), the WarpsM warps
+// only multiply; stages are handed over through shared-memory barriers instead of CTA barriers,
+// and one wgmma batch stays in flight while the next stage is waited for.
+template <int BM, int BN, int BK, int WarpsM, int WarpsN, int Stages, bool Wgmma = false, bool WarpSpecialized = false>
 struct sparse24_tile {
   static constexpr int bm = BM, bn = BN, bk = BK, warps_m = WarpsM, warps_n = WarpsN, stages = Stages;
-  static constexpr bool wgmma = Wgmma;
-  static constexpr int threads = 32 * WarpsM * WarpsN;
+  static constexpr bool wgmma = Wgmma, warp_specialized = WarpSpecialized;
+  static constexpr int mma_threads = 32 * WarpsM * WarpsN;                      // the warps that multiply
+  static constexpr int load_threads = WarpSpecialized ? 128 : mma_threads;      // the threads that load a stage
+  static constexpr int threads = mma_threads + (WarpSpecialized ? 128 : 0);
   static constexpr int warp_m = BM / WarpsM, warp_n = BN / WarpsN;  // one warp's tile
   static constexpr int mi = warp_m / 16, ni = warp_n / 8;           // its m16n8k32 tiles
   // __launch_bounds__ occupancy target: 16 warps, or 8+ warps holding 64 x 64 accumulator tiles,
   // need up to 128 or 255 registers a thread, so one CTA an SM; anything smaller two.
-  static constexpr int min_blocks = threads >= 512 || (threads >= 256 && mi * ni >= 32) ? 1 : 2;
+  static constexpr int min_blocks = WarpSpecialized || threads >= 512 || (threads >= 256 && mi * ni >= 32) ? 1 : 2;
   // Shared memory of one stage: W values (BM x BK/2 x 2 bytes), metadata (BM x BK/8 bytes: one
   // 32-bit word per lane per 16 x 64 block), X (BN x BK x 2 bytes). wgmma tiles also align the
   // pipeline to 1024 bytes (the swizzle's period), hence the extra 1024.
@@ -44,6 +49,8 @@ struct sparse24_tile {
                            (BN == 32 || BN == 64 || BN == 128) && (a_stage_bytes + e_stage_bytes) % 1024 == 0 &&
                            stage_bytes % 1024 == 0),
                 "sparse24_tile: a wgmma tile is BM (128 or 256) x BN (32, 64, 128) x 64, BM / 16 warps");
+  static_assert(!WarpSpecialized || (Wgmma && Stages >= 3),
+                "sparse24_tile: a warp-specialized tile is a wgmma tile with at least 3 stages");
 };
 
 // The configurations sparse24_auto chooses from (each compiled in by the plan).
@@ -62,14 +69,18 @@ using sparse24_tile_w_n32 = sparse24_tile<128, 32, 64, 8, 1, 4, true>;
 using sparse24_tile_w_n64 = sparse24_tile<128, 64, 64, 8, 1, 4, true>;
 using sparse24_tile_w_n128 = sparse24_tile<128, 128, 64, 8, 1, 4, true>;
 using sparse24_tile_w_m256_n128 = sparse24_tile<256, 128, 64, 16, 1, 4, true>;
+// Warp-specialized wgmma.sp tiles (sm_90a): a loading warpgroup, one CTA an SM.
+using sparse24_tile_ws_n32 = sparse24_tile<128, 32, 64, 8, 1, 8, true, true>;      // 104 KB of stages
+using sparse24_tile_ws_n64 = sparse24_tile<128, 64, 64, 8, 1, 8, true, true>;      // 136 KB
+using sparse24_tile_ws_n128 = sparse24_tile<128, 128, 64, 8, 1, 8, true, true>;    // 200 KB
 
 // Chooses the tile per run from N (sparse24_pick), and the split of K from the SM count.
 struct sparse24_auto {};
 
 template <class P>
 inline constexpr bool is_sparse24_tile_v = false;
-template <int BM, int BN, int BK, int WM, int WN, int S, bool G>
-inline constexpr bool is_sparse24_tile_v<sparse24_tile<BM, BN, BK, WM, WN, S, G>> = true;
+template <int BM, int BN, int BK, int WM, int WN, int S, bool G, bool WS>
+inline constexpr bool is_sparse24_tile_v<sparse24_tile<BM, BN, BK, WM, WN, S, G, WS>> = true;
 
 // Whether this build has the wgmma.sp path: define SDNN_SPARSE24_WGMMA=1 only when compiling the
 // device code for sm_90a (-gencode=arch=compute_90a,code=sm_90a); sparse24_auto then runs the
@@ -81,12 +92,14 @@ inline constexpr bool sparse24_wgmma_built = SDNN_SPARSE24_WGMMA != 0;
 
 // Which tile sparse24_auto runs for a batch of n rows: the first whose bound is >= n, on the
 // mma.sp path or (wgmma built, sm_90) the wgmma path, which keeps the mma.sp n8 and n32 tiles for
-// small N. The order is the order of the plan's tiles.
-enum class sparse24_choice { n8, n32, n64, mid, large, w_n64, w_mid, w_large };
+// small N; dense, 16-byte aligned X rows (tensor maps) take the warp-specialized tiles there, which
+// keep the mma.sp n8 tile. The order is the order of the plan's tiles.
+enum class sparse24_choice { n8, n32, n64, mid, large, w_n64, w_mid, w_large, ws_n32, ws_n64, ws_large };
 using sparse24_auto_mid = sparse24_tile_m256_n64;  // unused by the sm_90 table (mid_max == n64_max)
 using sparse24_auto_large = sparse24_tile_m256_n64;
 using sparse24_auto_w_mid = sparse24_tile_w_n128;
 using sparse24_auto_w_large = sparse24_tile_w_m256_n128;
+using sparse24_auto_ws_large = sparse24_tile_ws_n128;
 
 // sm_90 (H100 SXM 80 GB, 132 SMs, CUDA 13.0), from the tile sweeps of
 // benchmarks/bench_linear_sparse24.cu on 11008 x 4096 with the clean L2 flush, two runs
@@ -97,11 +110,16 @@ using sparse24_auto_w_large = sparse24_tile_w_m256_n128;
 //   wgmma.sp (sm_90a): N = 32: w_n32 30.8 (n32 27.1 kept); N = 64: w_n64 34.1 (n64 34.7); N = 128:
 //   w_n128 43.2 (w_m256_n128 44.3); N = 256: w_m256_n128 62.3 (w_n128 71.0); N = 512: w_m256_n128
 //   99.7 (w_n128 108.7); N = 2048: w_m256_n128 342 (w_n128 373).
+//   warp-specialized wgmma.sp with tensor maps (sm_90a, linear_sparse24_ws_NVIDIA-H100_2026-11-26.jsonl):
+//   N = 8: n8 24.2 (ws_n32 24.3); N = 16: ws_n32 23.6 (n8 23.9); N = 32: ws_n32 24.4 (ws_n64 25.8, n32
+//   26.9); N = 64: ws_n64 25.5 (ws_n32 31.8, w_n64 34.9); N = 128: ws_n128 29.4 (ws_n64 37.4); N = 256:
+//   ws_n128 51.0 (ws_n64 55.6); N = 512: ws_n128 76.6 (w_m256_n128 104); N = 2048: ws_n128 323 (351).
 struct sparse24_tuning_sm90 {
   static constexpr arch measured{9, 0};
   static constexpr char const* gpu = "NVIDIA H100 80GB HBM3";
   static constexpr std::int64_t n8_max = 8, n32_max = 128, n64_max = 256, mid_max = 256;
   static constexpr std::int64_t w_n8_max = 8, w_n32_max = 32, w_n64_max = 64, w_mid_max = 128;
+  static constexpr std::int64_t ws_n8_max = 8, ws_n32_max = 32, ws_n64_max = 64;
 };
 // Older GPUs (sm_80 .. sm_89): not measured; bounds from the tile shapes alone (no wgmma there).
 struct sparse24_tuning_default {
@@ -109,10 +127,16 @@ struct sparse24_tuning_default {
   static constexpr char const* gpu = "none (sm_80 .. sm_89, not measured)";
   static constexpr std::int64_t n8_max = 8, n32_max = 32, n64_max = 64, mid_max = 256;
   static constexpr std::int64_t w_n8_max = 8, w_n32_max = 32, w_n64_max = 64, w_mid_max = 128;
+  static constexpr std::int64_t ws_n8_max = 8, ws_n32_max = 32, ws_n64_max = 64;
 };
 
 template <class Table>
-constexpr sparse24_choice sparse24_pick(std::int64_t n, bool wgmma) {
+constexpr sparse24_choice sparse24_pick(std::int64_t n, bool wgmma, bool tma_x = false) {
+  if (wgmma && tma_x)
+    return n <= Table::ws_n8_max    ? sparse24_choice::n8
+           : n <= Table::ws_n32_max ? sparse24_choice::ws_n32
+           : n <= Table::ws_n64_max ? sparse24_choice::ws_n64
+                                    : sparse24_choice::ws_large;
   if (wgmma)
     return n <= Table::w_n8_max    ? sparse24_choice::n8
            : n <= Table::w_n32_max ? sparse24_choice::n32
@@ -125,11 +149,14 @@ constexpr sparse24_choice sparse24_pick(std::int64_t n, bool wgmma) {
          : n <= Table::mid_max ? sparse24_choice::mid
                                : sparse24_choice::large;
 }
-// wgmma_built: the plan holds the wgmma tiles; they run on sm_90 only (an sm_90a binary).
-constexpr sparse24_choice sparse24_pick(arch a, std::int64_t n, bool wgmma_built = sparse24_wgmma_built) {
+// wgmma_built: the plan holds the wgmma tiles; they run on sm_90 only (an sm_90a binary). tma_x: X
+// is dense rows the tensor maps can read (16-byte aligned, K > 0); otherwise (e.g. a convolution's
+// implicit im2col) the wgmma tiles whose threads gather X.
+constexpr sparse24_choice sparse24_pick(arch a, std::int64_t n, bool wgmma_built = sparse24_wgmma_built,
+                                        bool tma_x = true) {
   bool const w = wgmma_built && a == arch{9, 0};
-  return sparse24_tuning_sm90::measured <= a ? sparse24_pick<sparse24_tuning_sm90>(n, w)
-                                             : sparse24_pick<sparse24_tuning_default>(n, w);
+  return sparse24_tuning_sm90::measured <= a ? sparse24_pick<sparse24_tuning_sm90>(n, w, tma_x)
+                                             : sparse24_pick<sparse24_tuning_default>(n, w, tma_x);
 }
 
 }  // namespace sdnn::policy
