@@ -111,9 +111,10 @@ using sparse24_auto_ws_large = sparse24_tile_ws_n128;
 //   w_n128 43.2 (w_m256_n128 44.3); N = 256: w_m256_n128 62.3 (w_n128 71.0); N = 512: w_m256_n128
 //   99.7 (w_n128 108.7); N = 2048: w_m256_n128 342 (w_n128 373).
 //   warp-specialized wgmma.sp with tensor maps (sm_90a, linear_sparse24_ws_NVIDIA-H100_2026-11-26.jsonl):
-//   N = 8: n8 24.2 (ws_n32 24.3); N = 16: ws_n32 23.6 (n8 23.9); N = 32: ws_n32 24.4 (ws_n64 25.8, n32
-//   26.9); N = 64: ws_n64 25.5 (ws_n32 31.8, w_n64 34.9); N = 128: ws_n128 29.4 (ws_n64 37.4); N = 256:
-//   ws_n128 51.0 (ws_n64 55.6); N = 512: ws_n128 76.6 (w_m256_n128 104); N = 2048: ws_n128 323 (351).
+//   N = 8: n8 24.1 (ws_n32 23.5); N = 16: n8 23.7 (ws_n32 24.2); N = 32: ws_n32 23.7 (ws_n64 27.0, n32
+//   27.0); N = 64: ws_n64 25.0 (ws_n32 32.6, w_n64 35.1); N = 128: ws_n128 29.5 (ws_n64 38.2); N = 256:
+//   ws_n128 51.4 (ws_n64 55.4); N = 512: ws_n128 76.9 (ws_n64 104.1); N = 2048: ws_n128 325 (w_m256_n128
+//   360).
 struct sparse24_tuning_sm90 {
   static constexpr arch measured{9, 0};
   static constexpr char const* gpu = "NVIDIA H100 80GB HBM3";
