@@ -180,6 +180,7 @@ void for_each_sweep_tile([[maybe_unused]] F&& f) {
   f(sweep_tile<policy::sparse24_tile_ws_n32>{"ws_n32"});
   f(sweep_tile<policy::sparse24_tile_ws_n64>{"ws_n64"});
   f(sweep_tile<policy::sparse24_tile_ws_n128>{"ws_n128"});
+  f(sweep_tile<policy::sparse24_tile_ws_m256_n128>{"ws_m256_n128"});
 #endif
 #endif
 }

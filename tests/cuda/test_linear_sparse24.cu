@@ -318,11 +318,13 @@ TEST_CASE("sparse24 linear: wgmma.sp tiles, odd shapes, splits, unaligned X", "[
     exact_case<fp16, fp16, policy::sparse24_tile_w_m256_n128>(600, 700, n, 150, ex);
     exact_case<bf16, bf16, policy::sparse24_tile_ws_n64>(600, 700, n, 163, ex);
     exact_case<fp16, float, policy::sparse24_tile_ws_n128>(600, 700, n, 164, ex);
+    exact_case<bf16, bf16, policy::sparse24_tile_ws_m256_n128>(600, 700, n, 165, ex);
   }
   // Warp-specialized tiles: K longer than the pipeline (the stages wrap several times), K split.
   exact_case<bf16, bf16, policy::sparse24_tile_ws_n128>(300, 4096, 200, 166, ex);
   exact_case<fp16, fp16, policy::sparse24_tile_ws_n128>(257, 4096, 33, 167, ex);
   exact_case<bf16, float, policy::sparse24_tile_ws_n64>(257, 8192, 129, 168, ex);
+  exact_case<fp16, float, policy::sparse24_tile_ws_m256_n128>(513, 4096, 300, 169, ex);
   exact_case<fp16, fp16, policy::sparse24_tile_w_n128>(257, 4096, 33, 156, ex);  // few tiles: K split
   exact_case<bf16, bf16, policy::sparse24_tile_w_m256_n128>(257, 4096, 129, 157, ex);
   exact_case<bf16, float, policy::sparse24_tile_w_n64>(130, 8192, 70, 158, ex, 0.3);
@@ -353,6 +355,29 @@ TEST_CASE("sparse24 linear: wgmma.sp tiles, odd shapes, splits, unaligned X", "[
     auto again = run_plan(ws_plan, x, n, k, k, m, m, epi.device, ex);
     REQUIRE(std::memcmp(got_ws.data(), again.data(), got_ws.size() * sizeof(float)) == 0);
   }
+}
+#endif
+
+#if SDNN_SPARSE24_WGMMA
+// The warp-specialized tiles on shapes small enough for racecheck: K of 18 stages (the 8-deep
+// pipeline wraps twice), a partial N tile, and unaligned X (the cp.async loaders).
+TEST_CASE("sparse24 linear: warp-specialized tiles, small shapes", "[cuda][sparse24][ws]") {
+  SDNN_REQUIRE_DEVICE();
+  sdnn_test::stream_guard sg;
+  auto ex = sg.exec();
+  REQUIRE(::sdnn::detail::current_arch() == arch{9, 0});
+  for (std::int64_t n : {3, 70}) {
+    exact_case<bf16, bf16, policy::sparse24_tile_ws_n32>(200, 1100, n, 171, ex);
+    exact_case<fp16, float, policy::sparse24_tile_ws_n64>(200, 1100, n, 172, ex);
+    exact_case<bf16, float, policy::sparse24_tile_ws_n128>(200, 1100, n, 173, ex);
+    exact_case<fp16, fp16, policy::sparse24_tile_ws_m256_n128>(300, 1100, n, 174, ex);
+  }
+  std::int64_t const m = 300, k = 301, n = 21;
+  auto w = random_w<bf16>(m, k, 175, true);
+  ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_ws_m256_n128> plan(w, ex);
+  auto x2 = random_x<bf16>(n + 1, k + 1, 304, 176, true);
+  auto got = run_plan(plan, x2, n, k, 304, m, m, epilogue_none(), ex, 1);
+  require_exact(got, reference_y<bf16, bf16>(w, x2, n, 304, m, epilogue_none(), 1), n, m, m);
 }
 #endif
 
@@ -426,6 +451,7 @@ TEST_CASE("sparse24 linear: whole tiles then split tiles (more tiles than reside
   check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_w_n128>(w, ex));
   check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_ws_n128>(w, ex));
   check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_ws_n64>(w, ex));
+  check(ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_ws_m256_n128>(w, ex));
 #endif
 }
 

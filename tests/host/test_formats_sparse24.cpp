@@ -272,7 +272,9 @@ TEST_CASE("sparse24_linear_can_implement", "[linear][sparse24]") {
   REQUIRE(policy::sparse24_pick(arch{9, 0}, 8, true) == policy::sparse24_choice::n8);
   REQUIRE(policy::sparse24_pick(arch{9, 0}, 9, true) == policy::sparse24_choice::ws_n32);
   REQUIRE(policy::sparse24_pick(arch{9, 0}, 64, true) == policy::sparse24_choice::ws_n64);
-  REQUIRE(policy::sparse24_pick(arch{9, 0}, 65, true) == policy::sparse24_choice::ws_large);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 65, true) == policy::sparse24_choice::ws_mid);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 512, true) == policy::sparse24_choice::ws_mid);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 513, true) == policy::sparse24_choice::ws_large);
   REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, true) == policy::sparse24_choice::ws_large);
   REQUIRE(policy::sparse24_pick(arch{10, 0}, 2048, true) == policy::sparse24_choice::large);
   REQUIRE(policy::sparse24_pick(arch{8, 0}, 64, true) == policy::sparse24_choice::n64);

@@ -134,6 +134,20 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
+// Moves registers between the warpgroups of a CTA (every thread of the warpgroup executes it): a
+// loading warpgroup gives up what the multiplying ones take. No cuda::ptx wrapper in CUDA 13.0.
+template <int Regs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs));
+#endif
+}
+template <int Regs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs));
+#endif
+}
 // Keeps the compiler from moving accumulator reads or writes across the asynchronous wgmma.
 template <int K>
 __device__ __forceinline__ void fence_operands(float (&r)[K]) {

@@ -217,6 +217,13 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
   int const a_swz = sp_detail::swizzle<A_ROW_CHUNKS>(a_row);
   int const b_row = lane & 7, b_chunk = lane >> 3, b_swz = sp_detail::swizzle<B_ROW_CHUNKS>(b_row);
   int const warp_m0 = wm * Tile::warp_m, warp_n0 = wn * Tile::warp_n;
+  // First W row of the warp's m16 slice i: consecutive in the warp's rows, except on
+  // warp-specialized tiles with two slices a warpgroup, where slice i of warpgroup g is the
+  // wgmma's 64-row block 2 g + i and the warp its 16 rows (warp % 4).
+  auto slice_row0 = [&](int i) {
+    if constexpr (WS && MI > 1) return (warp / 4) * 64 * MI + 64 * i + 16 * (warp % 4);
+    else return warp_m0 + 16 * i;
+  };
 
   auto compute_stage = [&](int s) {
     std::uint32_t const sa = sp_detail::smem_addr(stage_a(s)), sb = sp_detail::smem_addr(stage_b(s));
@@ -225,7 +232,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
       // The warp's 16 rows of A for both k32 steps, its metadata word, then one wgmma.sp per k32
       // step for the warpgroup's 64 rows x BN, B read from the stage by descriptor; waited for
       // before the stage is refilled.
-      static_assert(MI == 1 && BK == 64, "wgmma tiles: one m16 slice per warp, BK 64");
+      static_assert((WS || MI == 1) && BK == 64, "wgmma tiles: one m16 slice per warp, BK 64");  // WS: not run
       std::uint32_t a[2][4];
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks) {
@@ -272,7 +279,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
 
   if constexpr (WS) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    static_assert(Tile::wgmma && MI == 1 && BK == 64, "warp-specialized tiles: wgmma, one m16 slice per warp, BK 64");
+    static_assert(Tile::wgmma && MI <= 2 && BK == 64, "warp-specialized tiles: wgmma, one or two 64-row slices a warpgroup, BK 64");
     if (tid == 0) {
       for (int s = 0; s < STAGES; ++s) {
         cuda::ptx::mbarrier_init(&full[s], TMA ? 1 : LOAD_THREADS);
@@ -281,6 +288,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
     }
     __syncthreads();
     if (is_loader) {
+      if constexpr (Tile::load_regs > 0) sp_detail::setmaxnreg_dec<Tile::load_regs>();
       if constexpr (TMA) {
         // One thread: the stage's bytes announced on full, then the three copies that complete
         // them. Stage i reuses the buffer of stage i - STAGES once its empty phase completed.
@@ -315,29 +323,40 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
           cuda::ptx::cp_async_mbarrier_arrive_noinc(&full[s]);
         }
       }
+      if constexpr (Tile::load_regs > 0) sp_detail::setmaxnreg_inc<Tile::launch_regs>();  // for the epilogue
     } else {
       // Two register sets for A and the metadata, alternating by stage: wgmma reads them
       // asynchronously, so stage i's must stay untouched until its batch completes (the
-      // wait_group 1 of stage i + 1).
-      std::uint32_t a[2][2][4] = {}, ew[2] = {};
-      auto& d = reinterpret_cast<float(&)[NI * 4]>(acc[0]);
+      // wait_group 1 of stage i + 1). MI 64-row slices a warpgroup, one wgmma each per k32.
+      if constexpr (Tile::mma_regs > 0) sp_detail::setmaxnreg_inc<Tile::mma_regs>();
+      std::uint32_t a[2][MI][2][4] = {}, ew[2][MI] = {};
       auto step = [&](int i, auto buf) {
         constexpr int b = decltype(buf)::value;
         int const s = i % STAGES;
         sp_detail::mbarrier_wait(&full[s], (i / STAGES) & 1);
         std::uint32_t const sa = sp_detail::smem_addr(stage_a(s)), sb = sp_detail::smem_addr(stage_b(s));
 #pragma unroll
-        for (int ks = 0; ks < 2; ++ks)
-          sp_detail::ldmatrix_x4(a[b][ks], sa + (warp_m0 + a_row) * A_PITCH + (((2 * ks + a_chunk) ^ a_swz) << 4));
-        ew[b] = reinterpret_cast<std::uint32_t const*>(stage_e(s))[(warp_m0 >> 4) * KB * 32 + lane];
+        for (int sl = 0; sl < MI; ++sl) {
+#pragma unroll
+          for (int ks = 0; ks < 2; ++ks)
+            sp_detail::ldmatrix_x4(a[b][sl][ks],
+                                   sa + (slice_row0(sl) + a_row) * A_PITCH + (((2 * ks + a_chunk) ^ a_swz) << 4));
+          ew[b][sl] = reinterpret_cast<std::uint32_t const*>(stage_e(s))[(slice_row0(sl) >> 4) * KB * 32 + lane];
+        }
         std::uint64_t const desc = sp_detail::wgmma_desc_sw128(sb);
-        sp_detail::fence_operands(d);
+#pragma unroll
+        for (int sl = 0; sl < MI; ++sl) sp_detail::fence_operands(reinterpret_cast<float(&)[NI * 4]>(acc[sl]));
         sp_detail::wgmma_fence();
-        wgmma_sp_m64k32<T, BN, 0>(d, a[b][0], desc, ew[b]);
-        wgmma_sp_m64k32<T, BN, 1>(d, a[b][1], desc + (64 >> 4), ew[b]);
+#pragma unroll
+        for (int sl = 0; sl < MI; ++sl) {
+          auto& d = reinterpret_cast<float(&)[NI * 4]>(acc[sl]);
+          wgmma_sp_m64k32<T, BN, 0>(d, a[b][sl][0], desc, ew[b][sl]);
+          wgmma_sp_m64k32<T, BN, 1>(d, a[b][sl][1], desc + (64 >> 4), ew[b][sl]);
+        }
         sp_detail::wgmma_commit();
         sp_detail::wgmma_wait<1>();  // stage i - 1's batch is done: its stage goes back to the loaders
-        sp_detail::fence_operands(d);
+#pragma unroll
+        for (int sl = 0; sl < MI; ++sl) sp_detail::fence_operands(reinterpret_cast<float(&)[NI * 4]>(acc[sl]));
         if (i > 0 && lane == 0) cuda::ptx::mbarrier_arrive(&empty[(i - 1) % STAGES]);
       };
       for (int i = 0; i < nk; i += 2) {
@@ -345,7 +364,10 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
         if (i + 1 < nk) step(i + 1, std::integral_constant<int, 1>{});
       }
       sp_detail::wgmma_wait<0>();
-      sp_detail::fence_operands(d);
+#pragma unroll
+      for (int sl = 0; sl < MI; ++sl) sp_detail::fence_operands(reinterpret_cast<float(&)[NI * 4]>(acc[sl]));
+      // Back to the launch's registers for the epilogue, which both roles run.
+      if constexpr (Tile::mma_regs > 0) sp_detail::setmaxnreg_dec<Tile::launch_regs>();
     }
     __syncthreads();  // every stage consumed: shared memory is free for the epilogue tile
 #else
@@ -421,7 +443,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
       for (int j = 0; j < NI; ++j)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          int const ml = warp_m0 + i * 16 + (lane >> 2) + 8 * (c >> 1);
+          int const ml = slice_row0(i) + (lane >> 2) + 8 * (c >> 1);
           int const nl = warp_n0 + j * 8 + 2 * (lane & 3) + (c & 1);
           int const gm = m0 + ml;
           sy[nl * Y_PITCH + ml] = sp_detail::from_float<Out>(gm < p.m ? p.epi(acc[i][j][c], gm) : 0.0f);

@@ -49,7 +49,8 @@ struct sparse24_tiles_of<policy::sparse24_auto> {  // indexed by policy::sparse2
   using type = sparse24_tile_list<policy::sparse24_tile_n8, policy::sparse24_tile_n32, policy::sparse24_tile_n64,
                                   policy::sparse24_auto_mid, policy::sparse24_auto_large, policy::sparse24_tile_w_n64,
                                   policy::sparse24_auto_w_mid, policy::sparse24_auto_w_large, policy::sparse24_tile_ws_n32,
-                                  policy::sparse24_tile_ws_n64, policy::sparse24_auto_ws_large>;
+                                  policy::sparse24_tile_ws_n64, policy::sparse24_auto_ws_mid,
+                                  policy::sparse24_auto_ws_large>;
 #else
   using type = sparse24_tile_list<policy::sparse24_tile_n8, policy::sparse24_tile_n32, policy::sparse24_tile_n64,
                                   policy::sparse24_auto_mid, policy::sparse24_auto_large>;

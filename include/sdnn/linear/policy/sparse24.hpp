@@ -27,6 +27,12 @@ struct sparse24_tile {
   static constexpr int mma_threads = 32 * WarpsM * WarpsN;                      // the warps that multiply
   static constexpr int load_threads = WarpSpecialized ? 128 : mma_threads;      // the threads that load a stage
   static constexpr int threads = mma_threads + (WarpSpecialized ? 128 : 0);
+  // Registers a thread while the warpgroups trade them (setmaxnreg; 0: no trade): a warpgroup with
+  // two 64-row slices holds 128 accumulators, more than the 168 the launch gives 384 threads, so
+  // the loaders drop to 40 and the multipliers take 232 (232 x 256 + 40 x 128 <= 64 K).
+  static constexpr int load_regs = WarpSpecialized && BM == 32 * WarpsM ? 40 : 0;
+  static constexpr int mma_regs = load_regs ? 232 : 0;
+  static constexpr int launch_regs = 65536 / threads / 8 * 8;  // what both return to for the epilogue
   static constexpr int warp_m = BM / WarpsM, warp_n = BN / WarpsN;  // one warp's tile
   static constexpr int mi = warp_m / 16, ni = warp_n / 8;           // its m16n8k32 tiles
   // __launch_bounds__ occupancy target: 16 warps, or 8+ warps holding 64 x 64 accumulator tiles,
@@ -45,10 +51,12 @@ struct sparse24_tile {
   static_assert(BK == 64 || BK == 128, "sparse24_tile: BK is 64 or 128 (the plan pads K to a multiple of 128)");
   static_assert(Stages >= 2, "sparse24_tile: at least 2 stages");
   static_assert(threads <= 1024, "sparse24_tile: at most 32 warps");
-  static_assert(!Wgmma || (BK == 64 && WarpsN == 1 && WarpsM * 16 == BM && BM % 64 == 0 &&
+  static_assert(!Wgmma || (BK == 64 && WarpsN == 1 && WarpsM % 4 == 0 &&
+                           (WarpsM * 16 == BM || (WarpSpecialized && WarpsM * 32 == BM)) &&
                            (BN == 32 || BN == 64 || BN == 128) && (a_stage_bytes + e_stage_bytes) % 1024 == 0 &&
                            stage_bytes % 1024 == 0),
-                "sparse24_tile: a wgmma tile is BM (128 or 256) x BN (32, 64, 128) x 64, BM / 16 warps");
+                "sparse24_tile: a wgmma tile is BM (128 or 256) x BN (32, 64, 128) x 64, BM / 16 warps (BM / 32: "
+                "warp-specialized, two 64-row slices a warpgroup)");
   static_assert(!WarpSpecialized || (Wgmma && Stages >= 3),
                 "sparse24_tile: a warp-specialized tile is a wgmma tile with at least 3 stages");
 };
@@ -73,6 +81,7 @@ using sparse24_tile_w_m256_n128 = sparse24_tile<256, 128, 64, 16, 1, 4, true>;
 using sparse24_tile_ws_n32 = sparse24_tile<128, 32, 64, 8, 1, 8, true, true>;      // 104 KB of stages
 using sparse24_tile_ws_n64 = sparse24_tile<128, 64, 64, 8, 1, 8, true, true>;      // 136 KB
 using sparse24_tile_ws_n128 = sparse24_tile<128, 128, 64, 8, 1, 8, true, true>;    // 200 KB
+using sparse24_tile_ws_m256_n128 = sparse24_tile<256, 128, 64, 8, 1, 6, true, true>;  // 204 KB, 2 slices a warpgroup
 
 // Chooses the tile per run from N (sparse24_pick), and the split of K from the SM count.
 struct sparse24_auto {};
@@ -94,12 +103,13 @@ inline constexpr bool sparse24_wgmma_built = SDNN_SPARSE24_WGMMA != 0;
 // mma.sp path or (wgmma built, sm_90) the wgmma path, which keeps the mma.sp n8 and n32 tiles for
 // small N; dense, 16-byte aligned X rows (tensor maps) take the warp-specialized tiles there, which
 // keep the mma.sp n8 tile. The order is the order of the plan's tiles.
-enum class sparse24_choice { n8, n32, n64, mid, large, w_n64, w_mid, w_large, ws_n32, ws_n64, ws_large };
+enum class sparse24_choice { n8, n32, n64, mid, large, w_n64, w_mid, w_large, ws_n32, ws_n64, ws_mid, ws_large };
 using sparse24_auto_mid = sparse24_tile_m256_n64;  // unused by the sm_90 table (mid_max == n64_max)
 using sparse24_auto_large = sparse24_tile_m256_n64;
 using sparse24_auto_w_mid = sparse24_tile_w_n128;
 using sparse24_auto_w_large = sparse24_tile_w_m256_n128;
-using sparse24_auto_ws_large = sparse24_tile_ws_n128;
+using sparse24_auto_ws_mid = sparse24_tile_ws_n128;
+using sparse24_auto_ws_large = sparse24_tile_ws_m256_n128;
 
 // sm_90 (H100 SXM 80 GB, 132 SMs, CUDA 13.0), from the tile sweeps of
 // benchmarks/bench_linear_sparse24.cu on 11008 x 4096 with the clean L2 flush, two runs
@@ -114,13 +124,15 @@ using sparse24_auto_ws_large = sparse24_tile_ws_n128;
 //   N = 8: n8 24.1 (ws_n32 23.5); N = 16: n8 23.7 (ws_n32 24.2); N = 32: ws_n32 23.7 (ws_n64 27.0, n32
 //   27.0); N = 64: ws_n64 25.0 (ws_n32 32.6, w_n64 35.1); N = 128: ws_n128 29.5 (ws_n64 38.2); N = 256:
 //   ws_n128 51.4 (ws_n64 55.4); N = 512: ws_n128 76.9 (ws_n64 104.1); N = 2048: ws_n128 325 (w_m256_n128
-//   360).
+//   360); with the 256-row tile (a later run, same file name of the results): N = 512: ws_n128 77.6
+//   (ws_m256_n128 113: 1.3 waves of tiles); N = 1024: ws_m256_n128 135 (ws_n128 168); N = 2048:
+//   ws_m256_n128 295 (ws_n128 322).
 struct sparse24_tuning_sm90 {
   static constexpr arch measured{9, 0};
   static constexpr char const* gpu = "NVIDIA H100 80GB HBM3";
   static constexpr std::int64_t n8_max = 8, n32_max = 128, n64_max = 256, mid_max = 256;
   static constexpr std::int64_t w_n8_max = 8, w_n32_max = 32, w_n64_max = 64, w_mid_max = 128;
-  static constexpr std::int64_t ws_n8_max = 8, ws_n32_max = 32, ws_n64_max = 64;
+  static constexpr std::int64_t ws_n8_max = 8, ws_n32_max = 32, ws_n64_max = 64, ws_mid_max = 512;
 };
 // Older GPUs (sm_80 .. sm_89): not measured; bounds from the tile shapes alone (no wgmma there).
 struct sparse24_tuning_default {
@@ -128,7 +140,7 @@ struct sparse24_tuning_default {
   static constexpr char const* gpu = "none (sm_80 .. sm_89, not measured)";
   static constexpr std::int64_t n8_max = 8, n32_max = 32, n64_max = 64, mid_max = 256;
   static constexpr std::int64_t w_n8_max = 8, w_n32_max = 32, w_n64_max = 64, w_mid_max = 128;
-  static constexpr std::int64_t ws_n8_max = 8, ws_n32_max = 32, ws_n64_max = 64;
+  static constexpr std::int64_t ws_n8_max = 8, ws_n32_max = 32, ws_n64_max = 64, ws_mid_max = 512;
 };
 
 template <class Table>
@@ -137,6 +149,7 @@ constexpr sparse24_choice sparse24_pick(std::int64_t n, bool wgmma, bool tma_x =
     return n <= Table::ws_n8_max    ? sparse24_choice::n8
            : n <= Table::ws_n32_max ? sparse24_choice::ws_n32
            : n <= Table::ws_n64_max ? sparse24_choice::ws_n64
+           : n <= Table::ws_mid_max ? sparse24_choice::ws_mid
                                     : sparse24_choice::ws_large;
   if (wgmma)
     return n <= Table::w_n8_max    ? sparse24_choice::n8
