@@ -356,9 +356,7 @@ TEST_CASE("sparse24 linear: wgmma.sp tiles, odd shapes, splits, unaligned X", "[
     REQUIRE(std::memcmp(got_ws.data(), again.data(), got_ws.size() * sizeof(float)) == 0);
   }
 }
-#endif
 
-#if SDNN_SPARSE24_WGMMA
 // The warp-specialized tiles on shapes small enough for racecheck: K of 18 stages (the 8-deep
 // pipeline wraps twice), a partial N tile, and unaligned X (the cp.async loaders).
 TEST_CASE("sparse24 linear: warp-specialized tiles, small shapes", "[cuda][sparse24][ws]") {
