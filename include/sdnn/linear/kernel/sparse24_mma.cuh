@@ -139,10 +139,6 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ int is_last_split;
-  // Warp-specialized tiles: full[s] completes when stage s has landed (one arrival per loading
-  // thread, or the tensor-map thread's one arrival and the stage's bytes), empty[s] when every
-  // multiplying warp is done with it (one arrival per warp).
-  __shared__ std::uint64_t full[WS ? STAGES : 1], empty[WS ? STAGES : 1];
   // wgmma tiles: the pipeline starts at a 1024-byte boundary (align_bytes of slack were allocated).
   unsigned char* smem = smem_raw;
   if constexpr (Tile::align_bytes > 0)
@@ -280,6 +276,10 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
   if constexpr (WS) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     static_assert(Tile::wgmma && MI <= 2 && BK == 64, "warp-specialized tiles: wgmma, one or two 64-row slices a warpgroup, BK 64");
+    // full[s] completes when stage s has landed (one arrival per loading thread, or the tensor-map
+    // thread's one arrival and the stage's bytes), empty[s] when every multiplying warp is done
+    // with it (one arrival per warp).
+    __shared__ std::uint64_t full[STAGES], empty[STAGES];
     if (tid == 0) {
       for (int s = 0; s < STAGES; ++s) {
         cuda::ptx::mbarrier_init(&full[s], TMA ? 1 : LOAD_THREADS);
