@@ -17,9 +17,11 @@ namespace sdnn::policy {
 // SDNN_SPARSE24_WGMMA=1, linear/arch/mma_sp.cuh): every warpgroup multiplies its 64 rows by all BN
 // columns from shared memory, so WarpsM = BM / 16, WarpsN = 1, BK = 64 (128-byte X rows, the
 // swizzle wgmma reads) and BN is 32, 64 or 128; otherwise mma.sp m16n8k32 per warp.
-// WarpSpecialized (wgmma tiles only): one more warpgroup only loads (cp.async), the WarpsM warps
-// only multiply; stages are handed over through shared-memory barriers instead of CTA barriers,
-// and one wgmma batch stays in flight while the next stage is waited for.
+// WarpSpecialized (wgmma tiles only): one more warpgroup only loads (one of its threads through
+// TMA tensor maps for dense aligned X rows, all 128 with cp.async otherwise), the WarpsM warps only
+// multiply; stages are handed over through shared-memory barriers instead of CTA barriers, and one
+// wgmma batch stays in flight while the next stage is waited for. WarpsM = BM / 32 gives each
+// multiplying warpgroup two 64-row slices.
 template <int BM, int BN, int BK, int WarpsM, int WarpsN, int Stages, bool Wgmma = false, bool WarpSpecialized = false>
 struct sparse24_tile {
   static constexpr int bm = BM, bn = BN, bk = BK, warps_m = WarpsM, warps_n = WarpsN, stages = Stages;
