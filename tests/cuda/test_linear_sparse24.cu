@@ -207,6 +207,19 @@ void exact_case(std::int64_t m, std::int64_t k, std::int64_t n, unsigned seed, c
   require_plan_exact(plan, w, x, n, ex);
 }
 
+// Tile P's plan on X rows that start one element into their buffer (no 16-byte copies: the
+// element-wise staging), checked exactly.
+template <class T, class P>
+void unaligned_case(std::int64_t m, std::int64_t k, std::int64_t n, unsigned seed, cuda_exec ex) {
+  std::int64_t const x_ld = k + 3;
+  auto w = random_w<T>(m, k, seed, true);
+  auto x = random_x<T>(n + 1, k + 1, x_ld, seed + 1, true);
+  ops::sparse24_linear_plan<T, T, P> plan(w, ex);
+  INFO(plan.describe_run(n));
+  auto got = run_plan(plan, x, n, k, x_ld, m, m, epilogue_none(), ex, 1);
+  require_exact(got, reference_y<T, T>(w, x, n, x_ld, m, epilogue_none(), 1), n, m, m);
+}
+
 }  // namespace
 
 TEST_CASE("sparse24 linear: small integers give exactly the reference", "[cuda][sparse24]") {
@@ -328,18 +341,10 @@ TEST_CASE("sparse24 linear: wgmma.sp tiles, odd shapes, splits, unaligned X", "[
   exact_case<fp16, fp16, policy::sparse24_tile_w_n128>(257, 4096, 33, 156, ex);  // few tiles: K split
   exact_case<bf16, bf16, policy::sparse24_tile_w_m256_n128>(257, 4096, 129, 157, ex);
   exact_case<bf16, float, policy::sparse24_tile_w_n64>(130, 8192, 70, 158, ex, 0.3);
-  {  // unaligned X: a base 2 bytes off
-    std::int64_t const m = 250, k = 301, n = 37;
-    auto w = random_w<fp16>(m, k, 159, true);
-    ops::sparse24_linear_plan<fp16, fp16, policy::sparse24_tile_w_n64> plan(w, ex);
-    auto x2 = random_x<fp16>(n + 1, k + 1, 304, 160, true);
-    auto got = run_plan(plan, x2, n, k, 304, m, m, epilogue_none(), ex, 1);
-    require_exact(got, reference_y<fp16, fp16>(w, x2, n, 304, m, epilogue_none(), 1), n, m, m);
-    // The loading warpgroup's plain shared stores (no 16-byte copies) are handed over the same way.
-    ops::sparse24_linear_plan<fp16, fp16, policy::sparse24_tile_ws_n128> ws_plan(w, ex);
-    auto got_ws = run_plan(ws_plan, x2, n, k, 304, m, m, epilogue_none(), ex, 1);
-    require_exact(got_ws, reference_y<fp16, fp16>(w, x2, n, 304, m, epilogue_none(), 1), n, m, m);
-  }
+  // Unaligned X (a base 2 bytes off); on the warp-specialized tile the loading warpgroup's plain
+  // shared stores are handed over the same way.
+  unaligned_case<fp16, policy::sparse24_tile_w_n64>(250, 301, 37, 159, ex);
+  unaligned_case<fp16, policy::sparse24_tile_ws_n128>(250, 301, 37, 159, ex);
   {  // random reals, bias, ReLU
     std::int64_t const m = 777, k = 1234, n = 129;
     auto w = random_w<bf16>(m, k, 161, false);
@@ -370,12 +375,7 @@ TEST_CASE("sparse24 linear: warp-specialized tiles, small shapes", "[cuda][spars
     exact_case<bf16, float, policy::sparse24_tile_ws_n128>(200, 1100, n, 173, ex);
     exact_case<fp16, fp16, policy::sparse24_tile_ws_m256_n128>(300, 1100, n, 174, ex);
   }
-  std::int64_t const m = 300, k = 301, n = 21;
-  auto w = random_w<bf16>(m, k, 175, true);
-  ops::sparse24_linear_plan<bf16, bf16, policy::sparse24_tile_ws_m256_n128> plan(w, ex);
-  auto x2 = random_x<bf16>(n + 1, k + 1, 304, 176, true);
-  auto got = run_plan(plan, x2, n, k, 304, m, m, epilogue_none(), ex, 1);
-  require_exact(got, reference_y<bf16, bf16>(w, x2, n, 304, m, epilogue_none(), 1), n, m, m);
+  unaligned_case<bf16, policy::sparse24_tile_ws_m256_n128>(300, 301, 21, 175, ex);
 }
 #endif
 

@@ -103,7 +103,6 @@ struct sparse24_x_cfg {
 // BN x 64, the 128-byte swizzle; rows past n and columns past k read as zeros).
 struct sparse24_tma_x {
   CUtensorMap a, e, x;
-  bool vec = true;
 };
 template <class XSrc>
 inline constexpr bool is_sparse24_tma_x_v = std::is_same_v<XSrc, sparse24_tma_x>;

@@ -409,8 +409,7 @@ class sparse24_linear_plan {
         kernels::sparse24_tma_x const t{tma_a_[std::size_t(index)], tma_e_[std::size_t(index)],
                                         ::sdnn::detail::make_tma_2d(xs.x, 2, std::uint64_t(n), std::uint64_t(k_),
                                                                     std::uint64_t(xs.ldx) * 2, Tile::bn, Tile::bk,
-                                                                    CU_TENSOR_MAP_SWIZZLE_128B),
-                                        true};
+                                                                    CU_TENSOR_MAP_SWIZZLE_128B)};
         auto const fn = kernel<Tile, kernels::sparse24_tma_x>();
         ::sdnn::detail::allow_dynamic_smem(fn, smem);
         fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a, t);
