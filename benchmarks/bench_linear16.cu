@@ -14,6 +14,7 @@
 #include <sdnn/formats/tile_offsets.hpp>
 #include <sdnn/linear/op/sparse24_linear.cuh>
 #include <sdnn/linear/op/spmm.cuh>
+#include <sdnn/linear/op/csr_gather.cuh>
 #include <sdnn/linear/op/tc_bitmap.cuh>
 #include <sdnn/linear/op/tc_linear.cuh>
 #include <sdnn/train/op/prune_sparse24.hpp>
@@ -70,7 +71,7 @@ struct shape {
 std::string shape_name(shape s) { return std::to_string(s.m) + "x" + std::to_string(s.k); }
 
 char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_tf32",    "tc_dense_mma",
-                              "tc_tile_offsets",   "tc_bitmap",         "tc_block32",     "sparse24",
+                              "tc_tile_offsets",   "tc_bitmap",         "csr_gather",     "tc_block32",     "sparse24",
                               "cusparselt",        "cusparse_csr_bf16", "cusparse_bsr_bf16", "sdnn_csr_float",
                               "automatic",         "automatic_tuned"};
 
@@ -85,7 +86,7 @@ char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_
 //   dense: structure "dense" holds the dense paths (always) and automatic on the dense W (--dense=0: not)
 //   --paths=name,name (only these; cublas_bf16, the baseline, always runs), --reps=20, --warmup=3,
 //   --budget=0.25 (seconds per measurement, see below), --check=0|1 (rel_err against cuBLAS),
-//   --csr-float-max-n=128, --bitmap-max-n=128, --quick (11008x4096; N 8, 32, 2048; unstructured 0.9; blocks 0.9; 2:4).
+//   --csr-float-max-n=128, --bitmap-max-n=128, --gather-max-n=128, --quick (11008x4096; N 8, 32, 2048; unstructured 0.9; blocks 0.9; 2:4).
 //   SDNN_COMMIT (env): the commit recorded in every line ("unknown" if unset).
 //
 // Paths (exact names):
@@ -96,6 +97,7 @@ char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_
 //   tc_dense_mma     ops::tc_linear_plan<policy::tc_dense_mma, bf16>                (once per (shape, N))
 //   tc_tile_offsets  ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16>          (unstructured, blocks)
 //   tc_bitmap        ops::tc_bitmap_plan<bf16>, 16 x 16 bitmap tiles, N <= --bitmap-max-n   (unstructured, blocks)
+//   csr_gather       ops::csr_gather_plan<bf16>, packed CSR on the CUDA cores, N <= --gather-max-n (unstructured, blocks)
 //   tc_block32       ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>, 32 x 32 (blocks; unstructured 99 %)
 //   sparse24         ops::sparse24_linear_plan<bf16>                                 (2:4)
 //   cusparselt       vendor::cusparselt_linear<bf16>, a plan per N (with SDNN_HAS_CUSPARSELT; 2:4). Where it
@@ -124,7 +126,7 @@ char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_
 // (||Y - Y_ref|| / ||Y_ref||, Y_ref = cuBLAS bf16 on the same W), check (ok / FAIL above 2e-2).
 // Summary lines: fastest (over the paths computing the bf16 layer: cuBLAS bf16, the sdnn tensor-core
 // plans, cuSPARSELt, cuSPARSE; the shape's dense paths count at every structure), fastest_any (fp16,
-// tf32 and float too), best_sdnn (tc_*, sparse24, sdnn_csr_float), and automatic[_tuned]_vs_fastest.
+// tf32 and float too), best_sdnn (tc_*, csr_gather, sparse24, sdnn_csr_float), and automatic[_tuned]_vs_fastest.
 // Weights are built once per (shape, structure), reused across N and freed before the next one.
 struct options {
   std::vector<shape> shapes{{11008, 4096}, {4096, 11008}, {8192, 8192}, {4096, 4096}};
@@ -137,6 +139,7 @@ struct options {
   double budget_s = 0.25;
   std::int64_t csr_float_max_n = 128;
   std::int64_t bitmap_max_n = 128;  // tc_bitmap re-reads W per 32 rows: small N only
+  std::int64_t gather_max_n = 128;  // csr_gather re-reads W per 16 rows
   std::string commit = "unknown";
   bool want(std::string const& p) const { return p == "cublas_bf16" || paths.empty() || paths.count(p) > 0; }
 };
@@ -159,7 +162,7 @@ std::vector<std::string> split(std::string const& v, char sep) {
                "bench_linear16: %s\n"
                "usage: bench_linear16 [--quick] [--shapes=MxK,..] [--n=1,8,..] [--unstructured=0.9,..] "
                "[--blocked=0.9,..] [--sparse24=0|1] [--dense=0|1] [--paths=name,..] [--reps=20] [--warmup=3] "
-               "[--budget=0.25] [--check=0|1] [--csr-float-max-n=128] [--bitmap-max-n=128]\n",
+               "[--budget=0.25] [--check=0|1] [--csr-float-max-n=128] [--bitmap-max-n=128] [--gather-max-n=128]\n",
                why.c_str());
   std::exit(why == "help" ? 0 : 2);
 }
@@ -219,6 +222,8 @@ void parse(int argc, char** argv) {
         g_opt.csr_float_max_n = std::stoll(val);
       } else if (key == "bitmap-max-n") {
         g_opt.bitmap_max_n = std::stoll(val);
+      } else if (key == "gather-max-n") {
+        g_opt.gather_max_n = std::stoll(val);
       } else {
         usage("unknown option '--" + key + "'");
       }
@@ -684,12 +689,12 @@ result run_path(point& p, std::string const& name, Body&& body) {
 }
 
 bool is_sdnn(std::string const& p) {
-  return p == "tc_dense_mma" || p == "tc_tile_offsets" || p == "tc_bitmap" || p == "tc_block32" || p == "sparse24" ||
-         p == "sdnn_csr_float";
+  return p == "tc_dense_mma" || p == "tc_tile_offsets" || p == "tc_bitmap" || p == "csr_gather" || p == "tc_block32" ||
+         p == "sparse24" || p == "sdnn_csr_float";
 }
 bool is_bf16_path(std::string const& p) {  // computes the bf16 layer (the candidates of "fastest")
-  return p == "cublas_bf16" || p == "tc_dense_mma" || p == "tc_tile_offsets" || p == "tc_bitmap" || p == "tc_block32" ||
-         p == "sparse24" || p == "cusparselt" || p == "cusparse_csr_bf16" || p == "cusparse_bsr_bf16";
+  return p == "cublas_bf16" || p == "tc_dense_mma" || p == "tc_tile_offsets" || p == "tc_bitmap" || p == "csr_gather" ||
+         p == "tc_block32" || p == "sparse24" || p == "cusparselt" || p == "cusparse_csr_bf16" || p == "cusparse_bsr_bf16";
 }
 
 double g_t0 = 0;
@@ -812,7 +817,7 @@ auto_plans make_auto(dense_matrix<bf16> const& w, bool tune) {
 // W bytes of a path the automatic layer chose, for its pct_hbm: what that path stores (measured
 // from this structure's plans where built, else estimated from the structure).
 struct byte_table {
-  double dense = 0, block32 = -1, tiles = -1, s24 = 0, bitmap = -1;
+  double dense = 0, block32 = -1, tiles = -1, s24 = 0, bitmap = -1, gather = -1;
 };
 double chosen_bytes(byte_table const& b, weight_stats const& st, shape s, std::string const& chosen) {
   if (chosen == "tc_block32")
@@ -821,6 +826,8 @@ double chosen_bytes(byte_table const& b, weight_stats const& st, shape s, std::s
     return b.tiles >= 0 ? b.tiles : double(st.nnz) * 3 + double(st.tiles64) * (34 + 8);
   if (chosen == "tc_bitmap")  // 32 B per 16 x 16 tile, 4 B per stored pair
     return b.bitmap >= 0 ? b.bitmap : double((s.m + 15) / 16 * ((s.k + 63) / 64 * 4)) * 32 + double(st.pairs) * 4;
+  if (chosen == "csr_gather")  // 4 B per nonzero, 4 B per row and 4096-column panel
+    return b.gather >= 0 ? b.gather : double(st.nnz) * 4 + double(s.m * ((s.k + 4095) / 4096) + 1) * 4;
   if (chosen == "sparse24" || chosen == "cusparselt") return b.s24;  // cuSPARSELt: the same 2:4 bytes, about
   return b.dense;
 }
@@ -983,6 +990,8 @@ void run_structure(shape_ctx& sc, structure_spec const& spec, std::map<std::int6
   bool const do_tiles = (unstructured || blocks) && g_opt.want("tc_tile_offsets");
   bool const do_bitmap = (unstructured || blocks) && g_opt.want("tc_bitmap") &&
                          std::any_of(g_opt.ns.begin(), g_opt.ns.end(), [](std::int64_t n) { return n <= g_opt.bitmap_max_n; });
+  bool const do_gather = (unstructured || blocks) && g_opt.want("csr_gather") &&
+                         std::any_of(g_opt.ns.begin(), g_opt.ns.end(), [](std::int64_t n) { return n <= g_opt.gather_max_n; });
   bool const do_blocks = (blocks || (unstructured && spec.sparsity >= 0.985)) && g_opt.want("tc_block32");
   bool const do_s24 = s24 && g_opt.want("sparse24");
   [[maybe_unused]] bool const do_lt = s24 && g_opt.want("cusparselt") && BENCH16_HAS_CUSPARSELT;
@@ -1027,8 +1036,9 @@ void run_structure(shape_ctx& sc, structure_spec const& spec, std::map<std::int6
   std::unique_ptr<ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16>> tiles_plan;
   std::unique_ptr<ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>> block_plan;
   std::unique_ptr<ops::tc_bitmap_plan<bf16>> bitmap_plan;
+  std::unique_ptr<ops::csr_gather_plan<bf16>> gather_plan;
   std::unique_ptr<ops::sparse24_linear_plan<bf16>> s24_plan;
-  std::string tiles_err, block_err, s24_err, bitmap_err;
+  std::string tiles_err, block_err, s24_err, bitmap_err, gather_err;
   auto try_make = [&](auto&& make, std::string& err) {
     try {
       make();
@@ -1048,6 +1058,9 @@ void run_structure(shape_ctx& sc, structure_spec const& spec, std::map<std::int6
   if (do_bitmap)
     try_make([&] { bitmap_plan = std::make_unique<ops::tc_bitmap_plan<bf16>>(std::as_const(w).view(), e); }, bitmap_err);
   if (bitmap_plan) bt.bitmap = double(bitmap_plan->weight_bytes());
+  if (do_gather)
+    try_make([&] { gather_plan = std::make_unique<ops::csr_gather_plan<bf16>>(std::as_const(w).view(), e); }, gather_err);
+  if (gather_plan) bt.gather = double(gather_plan->weight_bytes());
   block_sparse_matrix<bf16> bsr_host = f_blocks.get();
   if (do_blocks)
     try_make([&] { block_plan = std::make_unique<ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>>(bsr_host, e); },
@@ -1128,6 +1141,7 @@ void run_structure(shape_ctx& sc, structure_spec const& spec, std::map<std::int6
     };
     if (do_tiles) plan_path("tc_tile_offsets", tiles_plan, tiles_err);
     if (do_bitmap && n <= g_opt.bitmap_max_n) plan_path("tc_bitmap", bitmap_plan, bitmap_err);
+    if (do_gather && n <= g_opt.gather_max_n) plan_path("csr_gather", gather_plan, gather_err);
     if (do_blocks) plan_path("tc_block32", block_plan, block_err);
     if (do_s24)
       rs.push_back(run_path(p, "sparse24", [&](result& r) {

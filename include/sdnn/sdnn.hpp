@@ -30,6 +30,7 @@
 #include "sdnn/formats/quantized.hpp"
 #include "sdnn/formats/sparse24.hpp"
 #include "sdnn/formats/bitmap_tiles.hpp"
+#include "sdnn/formats/packed_csr.hpp"
 #include "sdnn/formats/block_sparse.hpp"
 #include "sdnn/formats/tile_offsets.hpp"
 #include "sdnn/formats/stats.hpp"
