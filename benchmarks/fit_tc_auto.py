@@ -16,7 +16,8 @@ bench_linear16 run, and checks a model against it.
 The model: t(N) = launch(N) + units * rate(N), both piecewise linear in N between the anchors
 1, 8, 32, 128, 512, 2048. units: cublas_dense, sparse24 and cusparselt M*K/1e6, tc_block32 occupied 32x32
 blocks/1e3, tc_tile_offsets occupied 64x64 tiles * (1 + nnz per tile / 960) / 1e3, cusparse_csr
-nonzeros/1e6, tc_bitmap (16x16 tiles + stored column pairs / 96) / 1e3. launch and rate at an anchor: least squares on relative error over the grid's points
+nonzeros/1e6, tc_bitmap (16x16 tiles + stored column pairs / 96) / 1e3, csr_gather (nonzeros +
+32 per row) / 1e6. launch and rate at an anchor: least squares on relative error over the grid's points
 at that N (every shape and structure the path ran).
 """
 import json
@@ -24,14 +25,15 @@ import re
 import sys
 
 ANCHORS = [1, 8, 32, 128, 512, 2048]
-PATHS = ["cublas_dense", "tc_block32", "tc_tile_offsets", "sparse24", "cusparse_csr", "cusparselt", "tc_bitmap"]
+PATHS = ["cublas_dense", "tc_block32", "tc_tile_offsets", "sparse24", "cusparse_csr", "cusparselt", "tc_bitmap",
+         "csr_gather"]
 BENCH_NAME = {"cublas_bf16": "cublas_dense", "tc_block32": "tc_block32", "tc_tile_offsets": "tc_tile_offsets",
               "sparse24": "sparse24", "cusparse_csr_bf16": "cusparse_csr", "cusparselt": "cusparselt",
-              "tc_bitmap": "tc_bitmap"}
+              "tc_bitmap": "tc_bitmap", "csr_gather": "csr_gather"}
 # Paths that compute the same bf16 layer (the "fastest" of a point); the float and fp16/tf32
 # baselines and the automatic plans themselves are reported beside it, not in it.
-SAME_LAYER = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_bitmap", "tc_block32", "sparse24", "cusparselt",
-              "cusparse_csr_bf16", "cusparse_bsr_bf16"}
+SAME_LAYER = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_bitmap", "csr_gather", "tc_block32", "sparse24",
+              "cusparselt", "cusparse_csr_bf16", "cusparse_bsr_bf16"}
 
 
 def units(path, p):
@@ -41,6 +43,8 @@ def units(path, p):
         return p["blocks32"] * 1e-3
     if path == "cusparse_csr":
         return p["nnz"] * 1e-6
+    if path == "csr_gather":
+        return (p["nnz"] + 32.0 * p["m"]) * 1e-6
     if path == "tc_bitmap":  # linear/policy/tc_auto.hpp: tc_path_units
         tiles = (p["m"] + 15) // 16 * ((p["k"] + 63) // 64 * 4)
         return (tiles + p["pairs"] / 96.0) * 1e-3 if tiles else 0.0
@@ -138,10 +142,15 @@ def estimate(rates, path, info, n):
     return interp([v[0] for v in r], n) + units(path, info) * interp([v[1] for v in r], n)
 
 
+def runnable(path, n):
+    """linear/policy/tc_auto.hpp: tc_runnable."""
+    return not ((path == "cusparse_csr" and n > 1) or (path == "csr_gather" and n > 16))
+
+
 def check(pts, rates):
     worst = []
     for key, e in sorted(pts.items()):
-        cands = [p for p in e["times"]]
+        cands = [p for p in e["times"] if runnable(p, key[3])]
         if not cands:
             continue
         est = {p: estimate(rates, p, e["info"], key[3]) for p in cands}

@@ -5,8 +5,8 @@
 
 Writes
   <out>.png       one panel per W shape: rows = structure + sparsity, columns = N, cell = speedup over
-                  cublas_bf16 of the best sdnn path (tc_dense_mma, tc_tile_offsets, tc_bitmap, tc_block32, sparse24,
-                  sdnn_csr_float), annotated with the value and a short tag of that path;
+                  cublas_bf16 of the best sdnn path (tc_dense_mma, tc_tile_offsets, tc_bitmap, csr_gather, tc_block32,
+                  sparse24, sdnn_csr_float), annotated with the value and a short tag of that path;
   <out>_auto.png  the same panels for `automatic` (speedup over cublas_bf16, tag of its chosen path) and its
                   time over the fastest path's (tag of the fastest), and the same two rows for
                   `automatic_tuned` when the file has it;
@@ -31,13 +31,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap, LogNorm  # noqa: E402
 
-SDNN_PATHS = {"tc_dense_mma", "tc_tile_offsets", "tc_bitmap", "tc_block32", "sparse24", "sdnn_csr_float"}
-BF16_PATHS = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_bitmap", "tc_block32", "sparse24", "cusparselt",
-              "cusparse_csr_bf16", "cusparse_bsr_bf16"}
+SDNN_PATHS = {"tc_dense_mma", "tc_tile_offsets", "tc_bitmap", "csr_gather", "tc_block32", "sparse24", "sdnn_csr_float"}
+BF16_PATHS = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_bitmap", "csr_gather", "tc_block32", "sparse24",
+              "cusparselt", "cusparse_csr_bf16", "cusparse_bsr_bf16"}
 AUTO_PATHS = ("automatic", "automatic_tuned")
 TAGS = {
     "cublas_bf16": "cuBLAS", "cublas_dense": "cuBLAS", "cublas_fp16": "fp16", "cublas_tf32": "tf32",
-    "tc_dense_mma": "mma", "tc_tile_offsets": "tile", "tc_bitmap": "bmp", "tc_block32": "blk32", "sparse24": "2:4",
+    "tc_dense_mma": "mma", "tc_tile_offsets": "tile", "tc_bitmap": "bmp", "csr_gather": "gath", "tc_block32": "blk32", "sparse24": "2:4",
     "cusparselt": "Lt", "cusparse_csr_bf16": "spCSR", "cusparse_bsr_bf16": "spBSR", "sdnn_csr_float": "csrF",
 }
 STRUCT_ORDER = {"dense": 0, "unstructured": 1, "blocks32": 2, "2:4": 3}

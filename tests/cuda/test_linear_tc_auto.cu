@@ -121,19 +121,21 @@ TEMPLATE_TEST_CASE("tc_auto: every path against the reference at odd sizes, both
                  cas{kind::blocks, policy::tc_path::tc_block32}, cas{kind::s24, policy::tc_path::sparse24},
                  cas{kind::unstructured, policy::tc_path::cublas_dense},
                  cas{kind::unstructured, policy::tc_path::cusparse_csr},
-                 cas{kind::unstructured, policy::tc_path::tc_bitmap}}) {
+                 cas{kind::unstructured, policy::tc_path::tc_bitmap},
+                 cas{kind::unstructured, policy::tc_path::csr_gather}}) {
     auto const w = make_w<T>(c.w, m, k, 11u + unsigned(c.w));
     stream_guard sg;
     bool const one_row = c.p == policy::tc_path::cusparse_csr;  // that path runs one row only
+    bool const gather = c.p == policy::tc_path::csr_gather;    // and that one up to 16
     ops::tc_auto_options opt;
-    opt.max_rows = one_row ? 1 : 64;
+    opt.max_rows = one_row ? 1 : gather ? 16 : 64;
     opt.allowed = only(c.p);
     ops::tc_auto_linear_plan<T> p16(w.view(), sg.exec(), opt);
     ops::tc_auto_linear_plan<T, float> p32(w.view(), sg.exec(), opt);
     REQUIRE(p16.path(1) == c.p);
     REQUIRE(p16.built() == only(c.p));
-    for (std::int64_t n : {1, 3, 17, 64}) {
-      if (one_row && n > 1) break;
+    for (std::int64_t n : {1, 3, 16, 17, 64}) {
+      if (n > opt.max_rows) break;
       std::string const what = std::string(policy::tc_path_name(c.p));
       check_plan(sg.exec(), p16, w, n, 100u + unsigned(n), false, what);
       check_plan(sg.exec(), p32, w, n, 200u + unsigned(n), true, what);
@@ -205,6 +207,12 @@ TEST_CASE("tc_auto: refusals before any launch", "[cuda][tc_auto]") {
   CHECK(has(error_text([&] { ops::tc_auto_linear_plan<bf16> p(w.view(), ex, opt); }), "no path left"));
   opt.allowed = only(policy::tc_path::cusparse_csr);  // one row only, and max_rows is 16
   CHECK(has(error_text([&] { ops::tc_auto_linear_plan<bf16> p(w.view(), ex, opt); }), "runs one row only"));
+  opt.allowed = only(policy::tc_path::csr_gather);  // up to 16 rows
+  ops::tc_auto_linear_plan<bf16> g16(w.view(), ex, opt);
+  CHECK(g16.path(16) == policy::tc_path::csr_gather);
+  opt.max_rows = 17;
+  CHECK(has(error_text([&] { ops::tc_auto_linear_plan<bf16> p(w.view(), ex, opt); }), "csr_gather up to 16"));
+  opt.max_rows = 16;
   opt.allowed = policy::tc_all_paths;
   opt.max_rows = 0;
   CHECK(has(error_text([&] { ops::tc_auto_linear_plan<bf16> p(w.view(), ex, opt); }), "max_rows"));

@@ -74,11 +74,22 @@ TEST_CASE("tc_auto: candidates and the cost model's choices", "[tc_auto]") {
   CHECK((cu & bit(tc_path::tc_bitmap)) != 0);
   CHECK((cu & bit(tc_path::tc_block32)) == 0);  // every block occupied
   CHECK((cu & bit(tc_path::cusparse_csr)) != 0);
-  CHECK(policy::tc_choose(t, un, 1, cu).path == tc_path::cusparse_csr);  // one row: cuSPARSE's SpMM
-  CHECK(policy::tc_choose(t, un, 8, cu).path == tc_path::tc_bitmap);  // measured 1.51x cuBLAS here
-  CHECK(policy::tc_choose(t, un, 8, cu & ~bit(tc_path::tc_bitmap)).path == tc_path::tc_tile_offsets);
+  CHECK((cu & bit(tc_path::csr_gather)) != 0);
+  unsigned const no_gather = cu & ~bit(tc_path::csr_gather);
+  // Measured here: csr_gather 3.0x cuBLAS at one row, 2.5x at 8; then cuSPARSE's SpMM at one row,
+  // tc_bitmap (1.5x) at 8.
+  CHECK(policy::tc_choose(t, un, 1, cu).path == tc_path::csr_gather);
+  CHECK(policy::tc_choose(t, un, 8, cu).path == tc_path::csr_gather);
+  CHECK(policy::tc_choose(t, un, 1, no_gather).path == tc_path::cusparse_csr);
+  CHECK(policy::tc_choose(t, un, 8, no_gather).path == tc_path::tc_bitmap);
+  CHECK(policy::tc_choose(t, un, 8, no_gather & ~bit(tc_path::tc_bitmap)).path == tc_path::tc_tile_offsets);
   CHECK(policy::tc_runnable(cu, 2) == (cu & ~bit(tc_path::cusparse_csr)));  // cuSPARSE: one row only
+  CHECK(policy::tc_runnable(cu, 16) == (cu & ~bit(tc_path::cusparse_csr)));
+  CHECK(policy::tc_runnable(cu, 17) == (no_gather & ~bit(tc_path::cusparse_csr)));  // csr_gather: up to 16
   CHECK(policy::tc_runnable(cu, 1) == cu);
+  auto wide = un;  // csr_gather keeps a column in 16 bits
+  wide.k = 65537;
+  CHECK((policy::tc_candidates(t, wide) & bit(tc_path::csr_gather)) == 0);
   CHECK(policy::tc_choose(t, un, 2048, cu).path == tc_path::cublas_dense);
   auto s24 = dense;
   s24.nnz /= 2;

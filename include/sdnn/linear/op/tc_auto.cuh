@@ -1,7 +1,7 @@
 // sdnn/linear/op/tc_auto.cuh - ops::tc_auto_linear_plan<T, Out>: Y[N x M] = epi(X[N x K] W^T)
 // for a 16-bit W given dense on the host, run by whichever of cuBLAS dense, 32 x 32 block-sparse,
-// 64 x 64 tile-offsets, 16 x 16 bitmap tiles, 2:4, cuSPARSE CSR or (where the program has it)
-// cuSPARSELt 2:4 is fastest for the batch size. The constructor reads W's structure
+// 64 x 64 tile-offsets, 16 x 16 bitmap tiles, packed CSR on the CUDA cores, 2:4, cuSPARSE CSR or
+// (where the program has it) cuSPARSELt 2:4 is fastest for the batch size. The constructor reads W's structure
 // (analyze_weights), asks the cost model (linear/policy/tc_auto.hpp) which paths win at the
 // batch sizes up to max_rows, and uploads only those encodings. run() picks among them per N
 // without synchronising; path(n) and reason(n) say what it runs and why. tune() replaces the
@@ -36,9 +36,11 @@
 #include "sdnn/formats/convert.hpp"
 #include "sdnn/formats/copy.cuh"
 #include "sdnn/formats/csr.hpp"
+#include "sdnn/formats/packed_csr.hpp"
 #include "sdnn/formats/sparse24.hpp"
 #include "sdnn/formats/tile_offsets.hpp"
 #include "sdnn/linear/kernel/epilogue.cuh"
+#include "sdnn/linear/op/csr_gather.cuh"
 #include "sdnn/linear/op/sparse24_linear.cuh"
 #include "sdnn/linear/op/tc_auto.hpp"
 #include "sdnn/linear/op/tc_bitmap.cuh"
@@ -70,6 +72,7 @@ class tc_auto_linear_plan {
   using tiles_plan = tc_linear_plan<policy::tc_tile_offsets_mma, T>;
   using s24_plan = sparse24_linear_plan<T, Out>;
   using bitmap_plan = tc_bitmap_plan<T, Out>;
+  using gather_plan = csr_gather_plan<T, Out>;
 
  public:
   using value_type = T;
@@ -94,8 +97,9 @@ class tc_auto_linear_plan {
     SDNN_EXPECTS((candidates_ & ~lt_bit) != 0, "tc_auto_linear_plan: no path left: allowed mask ", opt.allowed,
                  " excludes cuBLAS and W (", structure_.describe(), ") suits none of the allowed sparse paths ",
                  "(cusparselt alone does not do: it runs only the batch sizes it was planned for)");
-    SDNN_EXPECTS(opt.max_rows == 1 || policy::tc_runnable(candidates_ & ~lt_bit, 2) != 0, "tc_auto_linear_plan: no "
-                 "path left for more than one row: cusparse_csr runs one row only (max_rows is ", opt.max_rows, ")");
+    // (the runnable paths only shrink as N grows: what runs max_rows rows runs fewer)
+    SDNN_EXPECTS(policy::tc_runnable(candidates_ & ~lt_bit, opt.max_rows) != 0, "tc_auto_linear_plan: no path left "
+                 "for ", opt.max_rows, " rows (max_rows): cusparse_csr runs one row only, csr_gather up to 16");
     host_w_.resize(std::size_t(w.rows) * std::size_t(w.cols));  // packed: the encodings are built from it
     for (std::int64_t i = 0; i < w.rows; ++i)
       std::copy(w.data + i * w.ld, w.data + i * w.ld + w.cols, host_w_.begin() + std::size_t(i * w.cols));
@@ -129,6 +133,7 @@ class tc_auto_linear_plan {
     if (tiles_) b += tiles_->weight_bytes() + tiles_->workspace_bytes();
     if (s24_) b += std::size_t(structure_.m) * std::size_t(structure_.k) * 9 / 16 + s24_->workspace_bytes();
     if (bitmap_) b += bitmap_->weight_bytes();
+    if (gather_) b += gather_->weight_bytes() + gather_->workspace_bytes();
     for (auto const& [n, lt] : lt_) b += lt->device_bytes();
     b += csr_w_.row_ptr().size() * 4 + csr_w_.col_idx().size() * 4 + csr_w_.values().size() * sizeof(T) +
          csr_ws_.size();
@@ -350,6 +355,10 @@ class tc_auto_linear_plan {
       bitmap_ = std::make_unique<bitmap_plan>(bitmap_tiles_from_dense(w), exec);
       built_ |= 1u << int(P::tc_bitmap);
     }
+    if (mask & (1u << int(P::csr_gather))) {
+      gather_ = std::make_unique<gather_plan>(packed_csr_from_dense(w), exec);
+      built_ |= 1u << int(P::csr_gather);
+    }
     if ((built_ & ((1u << int(P::cublas_dense)) | (1u << int(P::cusparse_csr)))) && stage_.size() == 0) {
       if constexpr (!std::is_same_v<Out, float>) {
         // the vendor paths' staging for a non-identity epilogue: float rows, one chunk of at most
@@ -448,6 +457,7 @@ class tc_auto_linear_plan {
     if (mask & (1u << int(P::tc_tile_offsets))) tiles_.reset();
     if (mask & (1u << int(P::sparse24))) s24_.reset();
     if (mask & (1u << int(P::tc_bitmap))) bitmap_.reset();
+    if (mask & (1u << int(P::csr_gather))) gather_.reset();
     if (mask & (1u << int(P::cusparse_csr))) {
       csr_.reset();
       csr_w_ = {};
@@ -466,6 +476,7 @@ class tc_auto_linear_plan {
       case P::tc_tile_offsets: return tiles_->run(exec, x, y, epi);
       case P::sparse24: return s24_->run(exec, x, y, epi);
       case P::tc_bitmap: return bitmap_->run(exec, x, y, epi);
+      case P::csr_gather: return gather_->run(exec, x, y, epi);
       case P::cusparselt:
         if constexpr (std::is_same_v<Out, T>) {  // never a candidate otherwise
           lt_.at(x.rows)->run(exec, x, y);
@@ -516,6 +527,7 @@ class tc_auto_linear_plan {
   std::unique_ptr<tiles_plan> tiles_;
   std::unique_ptr<s24_plan> s24_;
   std::unique_ptr<bitmap_plan> bitmap_;
+  std::unique_ptr<gather_plan> gather_;
   std::map<std::int64_t, std::unique_ptr<vendor::sparse24_matmul<T>>> lt_;  // cuSPARSELt, by batch size
   std::string lt_refused_;
   csr_matrix<T, std::int32_t, device_space> csr_w_;

@@ -29,6 +29,9 @@ namespace sdnn::policy {
 //                    built with SDNN_HAS_CUSPARSELT) and Y is 16-bit. Fastest for 2:4 at 512+ rows.
 //   tc_bitmap:       W in 16 x 16 bitmap tiles of stored value pairs, decoded in registers
 //                    (tc_bitmap_plan): unstructured sparsity at small N.
+//   csr_gather:      W in packed CSR (4 bytes a nonzero), X staged in shared memory, a fused
+//                    multiply-add per nonzero and row of X on the CUDA cores (csr_gather_plan):
+//                    unstructured sparsity from about 70 % at 1-16 rows; K <= 65536.
 // Not candidates, by measurement (bench_linear16, benchmarks/results/linear16_*.md): sdnn's own
 // dense mma.sync kernel (slower than cuBLAS at every point) and the float CUDA-core kernels
 // (they compute a float layer; on float copies they beat every 16-bit path only at 99 % sparsity
@@ -40,9 +43,10 @@ enum class tc_path : int {
   sparse24 = 3,
   cusparse_csr = 4,
   cusparselt = 5,
-  tc_bitmap = 6
+  tc_bitmap = 6,
+  csr_gather = 7
 };
-inline constexpr int tc_path_count = 7;
+inline constexpr int tc_path_count = 8;
 inline constexpr unsigned tc_all_paths = (1u << tc_path_count) - 1;  // a mask of every path
 
 constexpr char const* tc_path_name(tc_path p) {
@@ -54,6 +58,7 @@ constexpr char const* tc_path_name(tc_path p) {
     case tc_path::cusparse_csr: return "cusparse_csr";
     case tc_path::cusparselt: return "cusparselt";
     case tc_path::tc_bitmap: return "tc_bitmap";
+    case tc_path::csr_gather: return "csr_gather";
   }
   return "?";
 }
@@ -84,7 +89,8 @@ struct weight_structure {
 // weighted by their fill, tiles * (1 + nnz per tile / 960) (a tile's fixed work is worth 960
 // nonzeros of expansion, from the N = 8 fit of 50-95 % below); cusparse_csr nonzeros / 1e6;
 // tc_bitmap its 16 x 16 tiles / 1e3 weighted the same way, tiles * (1 + stored pairs per tile / 96)
-// (a tile's decode is worth 96 stored pairs, from its N = 8 times at 50-99 % on two shapes).
+// (a tile's decode is worth 96 stored pairs, from its N = 8 times at 50-99 % on two shapes);
+// csr_gather (nonzeros + 32 per row) / 1e6 (a row's fold and store is worth about 32 nonzeros).
 inline constexpr int tc_anchor_count = 6;
 inline constexpr std::array<double, tc_anchor_count> tc_anchors{1, 8, 32, 128, 512, 2048};
 
@@ -112,10 +118,11 @@ struct tc_auto_tuning {
 // cublas_dense and tc_block32 from the grid rerun for those two paths on 2026-11-26, after the direct
 // block kernel took over small N (linear16_block32_NVIDIA-H100_2026-11-26.jsonl: tc_block32's
 // launch term at N = 1 fell from 14 to 6.8 us), and tc_bitmap from its grid run of 2026-11-26
-// (linear16_bitmap_NVIDIA-H100_2026-11-26.jsonl, unstructured and blocks, N up to 2048). CTest
-// host.tc_auto_table checks that the rows below are that fit. Replayed on those points, the modelled
-// choice is within 5 % of the fastest measured path at 212 of 216 (worst 1.15x, 8192 x 8192 at 99 %
-// and N = 8: tc_bitmap modelled, tc_tile_offsets measured faster).
+// (linear16_bitmap_NVIDIA-H100_2026-11-26.jsonl, unstructured and blocks, N up to 2048), and
+// csr_gather from its grid run of 2026-11-26 (linear16_gather_NVIDIA-H100_2026-11-26.jsonl). CTest
+// host.tc_auto_table checks that the rows below are that fit. Replayed on those points (with
+// tc_runnable's limits), the modelled choice is within 5 % of the fastest measured path at 213 of
+// 216 (worst 1.12x, 11008 x 4096 2:4 at N = 128: cuBLAS modelled, cuSPARSELt measured faster).
 inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
     {9, 0},
     "NVIDIA H100 80GB HBM3 (2026-11-25)",
@@ -129,6 +136,7 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
         {{18.11, 18.11, 18.11, 18.11, 18.11, 18.11}, {2.229, 91.38, 242.1, 887.1, 3460, 14030}},     // cusparse_csr
         {{15.55, 14.62, 14.8, 15.53, 18.5, 8.457}, {0.6894, 0.7074, 0.7042, 0.6883, 0.8489, 3.522}},  // cusparselt
         {{5.919, 5.327, 5.514, 14.38, 44.91, 163.1}, {0.13, 0.121, 0.1445, 0.5099, 1.98, 7.863}},   // tc_bitmap
+        {{6.958, 10.07, 30.2, 109.8, 427.4, 1784}, {1.976, 2.141, 9.323, 37.38, 150, 598}},         // csr_gather
     }},
     0.6,
     0.6,
@@ -162,6 +170,7 @@ inline double tc_path_units(tc_path p, weight_structure const& w) {
       double const tiles = double(w.tiles16());
       return tiles > 0 ? (tiles + double(w.pairs) / 96.0) * 1e-3 : 0.0;
     }
+    case tc_path::csr_gather: return (double(w.nnz) + 32.0 * double(w.m)) * 1e-6;
   }
   return 0;
 }
@@ -189,15 +198,20 @@ inline unsigned tc_candidates(tc_auto_tuning const& t, weight_structure const& w
   if (w.nnz > 0 || w.m * w.k == 0) {
     if (w.block_occupancy() <= t.max_block_occupancy) c |= 1u << int(tc_path::tc_block32);
     if (w.density() <= t.max_tile_density) c |= (1u << int(tc_path::tc_tile_offsets)) | (1u << int(tc_path::tc_bitmap));
+    if (w.density() <= t.max_tile_density && w.k <= 65536) c |= 1u << int(tc_path::csr_gather);
     if (w.density() <= t.max_csr_density) c |= 1u << int(tc_path::cusparse_csr);
   }
   if (w.is_24) c |= (1u << int(tc_path::sparse24)) | (1u << int(tc_path::cusparselt));
   return c & allowed;
 }
 
-// The candidates that can run n rows: cusparse_csr only for one.
+// The candidates that can run n rows: cusparse_csr only for one; csr_gather up to 16 (one launch:
+// beyond, each 16 rows read W again, and the model, which does not see the extra launches and
+// column ranges, chose it at 32 rows where it ran 1.3x slower than tc_bitmap).
 constexpr unsigned tc_runnable(unsigned candidates, std::int64_t n) {
-  return n > 1 ? candidates & ~(1u << int(tc_path::cusparse_csr)) : candidates;
+  if (n > 1) candidates &= ~(1u << int(tc_path::cusparse_csr));
+  if (n > 16) candidates &= ~(1u << int(tc_path::csr_gather));
+  return candidates;
 }
 
 // The model's choice for n rows among `candidates` (those that can run n rows); no allocation
