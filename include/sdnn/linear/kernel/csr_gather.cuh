@@ -126,7 +126,8 @@ __device__ SDNN_FORCEINLINE void gather_store_row(float (&acc)[NB], int lane, in
 // zero weight: no branch in the sum. The kernel is bound by its instructions and their latency,
 // not by DRAM (tc_linear_notes.md, v7): streaming a warp's chunks across row ends with more in
 // flight took more registers, so half the warps, and ran 30-65 % slower at 90 %; prefetching the
-// entries into L2 ahead of the loads ran 4-24 % slower.
+// entries into L2 ahead of the loads ran 4-24 % slower; X staged in float (no widening, twice the
+// shared-memory traffic) ran 50 % slower at 8 rows.
 template <class T, int NB, int Warps>
 __global__ void __launch_bounds__(Warps * 32, 1) csr_gather_kernel(csr_gather_args p) {
   static_assert(NB == 1 || NB == 2 || NB == 4 || NB == 8 || NB == 16, "csr_gather_kernel: NB a power of two <= 16");
