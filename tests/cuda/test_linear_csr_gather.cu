@@ -6,6 +6,7 @@
 // leading dimensions, bias + ReLU, NaN and Inf as the nonzeros carry them, identical bits on a second
 // run, the caller's workspace; refusals before any launch.
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_linear16_check.cuh"
 #include "sdnn_tc_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
@@ -16,94 +17,44 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 using namespace sdnn;
 using sdnn_test::download;
 using sdnn_test::error_text;
-using sdnn_test::out_bits;
 using sdnn_test::pruned;
 using sdnn_test::random_matrix;
 using sdnn_test::stream_guard;
-using sdnn_test::upload;
 
 namespace {
 
 struct options {
-  int x_offset = 0;  // X starts this many elements into its buffer (odd: no 4-byte alignment)
+  int x_offset = 0;  // X this many elements into its buffer
   std::int64_t ldx_pad = 0;
   bool bias_relu = false;
   bool caller_workspace = false;
 };
 
-// Runs the plan and checks every output against y_ref = epi(sum over the nonzeros w(m, k) of
-// x(n, k) w(m, k), k ascending, in float): |y - ref| <= 2 K u S + 2^-p (|ref| + 2 K u S) + 2^-24,
-// S = sum |x w| over the nonzeros, u = 2^-24 (both add the same exact float products, in another
-// order: each partial sum's rounding is within K u S; one more rounding to Out; inputs in [-1, 1]).
-// NaN must meet NaN, an infinity the same infinity. Returns Y's bits.
+// The plan on W's nonzeros against the reference over them (sdnn_linear16_check.cuh; a factor 2 on
+// K u S: CUDA-core float adds round to nearest). Returns Y.
 template <class T, class Out>
 std::vector<Out> check(dense_matrix<T> const& w, dense_matrix<T> const& x, options o = {}) {
-  std::int64_t const m = w.rows(), k = w.cols(), n = x.rows(), ldx = k + o.ldx_pad;
-  INFO("M=" << m << " K=" << k << " N=" << n << " offset " << o.x_offset << " ldx " << ldx);
-  stream_guard sg;
-  auto ex = sg.exec();
-  std::vector<T> hx(std::size_t(n * ldx + o.x_offset + 8), T(0.f));
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < k; ++j) hx[std::size_t(o.x_offset + i * ldx + j)] = x(i, j);
-  auto dx = upload(hx, ex);
-  std::vector<float> hb(static_cast<std::size_t>(std::max<std::int64_t>(m, 1)));
-  for (std::int64_t i = 0; i < m; ++i) hb[std::size_t(i)] = 0.25f * float(i % 7) - 0.75f;
-  auto db = upload(hb, ex);
-  basic_epilogue<float> epi, epi_host;
-  if (o.bias_relu) {
-    epi.bias = db.data();
-    epi_host.bias = hb.data();
-    epi.relu = epi_host.relu = true;
-  }
-  plan_options po;
-  po.own_workspace = !o.caller_workspace;
-  ops::csr_gather_plan<T, Out> plan(w.view(), ex, po);
-  INFO(plan.describe(n));
-  buffer<unsigned char, device_space> ws(std::max<std::size_t>(plan.workspace_bytes(), 1), ex);
-  workspace const wsv = o.caller_workspace ? workspace{ws.data(), ws.size()} : workspace{};
-  buffer<Out, device_space> dy(std::size_t(std::max<std::int64_t>(n * m, 1)), ex);
-  SDNN_CUDA_CHECK(cudaMemsetAsync(dy.data(), 0xff, dy.size() * sizeof(Out), ex.stream));  // NaN in every type
-  dense_view<T const> xv{n, k, ldx, dx.data() + o.x_offset};
-  dense_view<Out> yv{n, m, m, dy.data()};
-  plan.run(ex, xv, yv, epi, wsv);
-  auto y = download(dy.data(), std::size_t(n * m), ex);
-
-  double const u = std::ldexp(1.0, -24), rel = std::ldexp(1.0, -out_bits<Out>());
-  std::int64_t bad = 0;
-  for (std::int64_t i = 0; i < n && bad < 5; ++i)
-    for (std::int64_t j = 0; j < m && bad < 5; ++j) {
-      double s = 0;
-      float r32 = 0.f;
-      for (std::int64_t q = 0; q < k; ++q)
-        if (detail::is_nonzero(w(j, q))) {
-          float const p = float(x(i, q)) * float(w(j, q));
-          r32 += p;
-          s += std::fabs(double(p));
+  stream_guard sg;  // outlives the plan
+  std::optional<ops::csr_gather_plan<T, Out>> plan;
+  std::optional<buffer<unsigned char, device_space>> ws;
+  return sdnn_test::check_linear16<T, Out>(
+      sg.exec(), w, x, {o.x_offset, o.ldx_pad, o.bias_relu}, {true, 2.0}, [&](cuda_exec ex, dense_view<T const> xv, dense_view<Out> yv, basic_epilogue<float> const& epi) {
+        if (!plan) {
+          plan_options po;
+          po.own_workspace = !o.caller_workspace;
+          plan.emplace(w.view(), ex, po);
+          ws.emplace(std::max<std::size_t>(plan->workspace_bytes(), 1), ex);
         }
-      double const r = double(epi_host(r32, j)), got = double(static_cast<float>(y[std::size_t(i * m + j)]));
-      bool ok;
-      if (std::isnan(r)) ok = std::isnan(got);
-      else if (std::isinf(r)) ok = got == r;
-      else {
-        double const acc = 2.0 * double(k) * u * s;
-        ok = std::fabs(got - r) <= acc + rel * (std::fabs(r) + acc) + u;
-      }
-      if (!ok) {
-        ++bad;
-        UNSCOPED_INFO("y(" << i << ", " << j << ") = " << got << ", reference " << r << ", sum |x w| " << s);
-      }
-    }
-  CHECK(bad == 0);
-  plan.run(ex, xv, yv, epi, wsv);
-  auto y2 = download(dy.data(), std::size_t(n * m), ex);
-  CHECK(std::memcmp(y.data(), y2.data(), y.size() * sizeof(Out)) == 0);
-  return y;
+        UNSCOPED_INFO(plan->describe(xv.rows));
+        plan->run(ex, xv, yv, epi, o.caller_workspace ? workspace{ws->data(), ws->size()} : workspace{});
+      });
 }
 
 }  // namespace

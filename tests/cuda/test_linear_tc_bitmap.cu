@@ -4,98 +4,45 @@
 // and 0 / 100 % density, an empty row, unaligned X and odd leading dimensions (the element-wise X
 // loads), bias + ReLU, NaN and Inf propagation, identical bits on a second run; refusals.
 #include "sdnn_gpu_test.cuh"
+#include "sdnn_linear16_check.cuh"
 #include "sdnn_tc_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/formats/bitmap_tiles.hpp>
 #include <sdnn/linear/op/tc_bitmap.cuh>
-#include <sdnn/linear/reference/tc_linear.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 using namespace sdnn;
 using sdnn_test::download;
 using sdnn_test::error_text;
-using sdnn_test::out_bits;
 using sdnn_test::pruned;
 using sdnn_test::random_matrix;
 using sdnn_test::stream_guard;
-using sdnn_test::upload;
 
 namespace {
 
-struct options {
-  int x_offset = 0;  // X starts this many elements into its buffer (odd: no 4-byte pairs)
-  std::int64_t ldx_pad = 0;
-  bool bias_relu = false;
-};
+using options = sdnn_test::linear16_case;
 
-// Runs the plan and checks every output: |y - ref| <= 4 K u S + 2^-p (|ref| + 4 K u S) + 2^-24,
-// S = sum_k |x w| over the stored w, u = 2^-24 (both sides add the same exact float products in
-// different orders; a factor 2 of margin for truncating tensor-core adds; one rounding to Out;
-// inputs in [-1, 1] keep 16-bit outputs normal or within 2^-24 of 0). NaN must meet NaN, an
-// infinity the same infinity. Returns Y's bits.
+// The plan against the reference over every element (a stored pair's zero too: 0 * Inf is NaN in
+// the mma as in the reference), a factor 4 on K u S for truncating tensor-core adds
+// (sdnn_linear16_check.cuh). Returns Y.
 template <class T, class Out>
 std::vector<Out> check(dense_matrix<T> const& w, dense_matrix<T> const& x, options o = {}) {
-  std::int64_t const m = w.rows(), k = w.cols(), n = x.rows(), ldx = k + o.ldx_pad;
-  INFO("M=" << m << " K=" << k << " N=" << n << " offset " << o.x_offset << " ldx " << ldx);
-  stream_guard sg;
-  auto ex = sg.exec();
-  std::vector<T> hx(std::size_t(n * ldx + o.x_offset + 8), T(0.f));
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < k; ++j) hx[std::size_t(o.x_offset + i * ldx + j)] = x(i, j);
-  auto dx = upload(hx, ex);
-  std::vector<float> hb(static_cast<std::size_t>(std::max<std::int64_t>(m, 1)));
-  for (std::int64_t i = 0; i < m; ++i) hb[std::size_t(i)] = 0.25f * float(i % 7) - 0.75f;
-  auto db = upload(hb, ex);
-  basic_epilogue<float> epi, epi_host;
-  if (o.bias_relu) {
-    epi.bias = db.data();
-    epi_host.bias = hb.data();
-    epi.relu = epi_host.relu = true;
-  }
-  auto const bw = bitmap_tiles_from_dense(w.view());
-  ops::tc_bitmap_plan<T, Out> plan(bw, ex);
-  INFO(plan.describe(n));
-  buffer<Out, device_space> dy(std::size_t(std::max<std::int64_t>(n * m, 1)), ex);
-  SDNN_CUDA_CHECK(cudaMemsetAsync(dy.data(), 0xff, dy.size() * sizeof(Out), ex.stream));  // NaN in every type
-  dense_view<T const> xv{n, k, ldx, dx.data() + o.x_offset};
-  dense_view<Out> yv{n, m, m, dy.data()};
-  plan.run(ex, xv, yv, epi);
-  auto y = download(dy.data(), std::size_t(n * m), ex);
-
-  dense_matrix<float> ref(n, m);
-  reference::tc_linear(x.view(), w.view(), ref.view(), epi_host);
-  double const u = std::ldexp(1.0, -24), rel = std::ldexp(1.0, -out_bits<Out>());
-  std::int64_t bad = 0;
-  for (std::int64_t i = 0; i < n && bad < 5; ++i)
-    for (std::int64_t j = 0; j < m && bad < 5; ++j) {
-      double s = 0;
-      for (std::int64_t q = 0; q < k; ++q)
-        if (float(w(j, q)) != 0.f) s += std::fabs(double(float(x(i, q))) * double(float(w(j, q))));
-      double const r = ref(i, j), got = double(static_cast<float>(y[std::size_t(i * m + j)]));
-      bool ok;
-      if (std::isnan(r)) ok = std::isnan(got);
-      else if (std::isinf(r)) ok = got == r;
-      else {
-        double const acc = 4.0 * double(k) * u * s;
-        ok = std::fabs(got - r) <= acc + rel * (std::fabs(r) + acc) + u;
-      }
-      if (!ok) {
-        ++bad;
-        UNSCOPED_INFO("y(" << i << ", " << j << ") = " << got << ", reference " << r << ", sum |x w| " << s);
-      }
-    }
-  CHECK(bad == 0);
-  plan.run(ex, xv, yv, epi);
-  auto y2 = download(dy.data(), std::size_t(n * m), ex);
-  CHECK(std::memcmp(y.data(), y2.data(), y.size() * sizeof(Out)) == 0);
-  return y;
+  stream_guard sg;  // outlives the plan
+  std::optional<ops::tc_bitmap_plan<T, Out>> plan;
+  return sdnn_test::check_linear16<T, Out>(
+      sg.exec(), w, x, o, {false, 4.0}, [&](cuda_exec ex, dense_view<T const> xv, dense_view<Out> yv, basic_epilogue<float> const& epi) {
+        if (!plan) plan.emplace(bitmap_tiles_from_dense(w.view()), ex);
+        UNSCOPED_INFO(plan->describe(xv.rows));
+        plan->run(ex, xv, yv, epi);
+      });
 }
 
 }  // namespace
