@@ -3,9 +3,9 @@
 // rows of X a launch. A thread block (one per SM) stages its range of X's columns transposed in
 // shared memory, NB 16-bit values per column, so that a nonzero of W costs one shared load of
 // NB * 2 bytes whatever the alignment of X, and NB fused multiply-adds. Each warp owns a contiguous
-// run of rows (balanced by nonzeros at plan time) and streams their entries with 16-byte loads,
-// several chunks in flight across row ends; at a row's end it folds its NB sums over the lanes in a
-// fixed order: deterministic. With more than one column range (grid.y: K over what shared memory
+// run of rows (balanced by nonzeros at plan time) and reads a row's entries 256 at a time with
+// 16-byte loads; at a row's end it folds its NB sums over the lanes in a fixed order:
+// deterministic. With more than one column range (grid.y: K over what shared memory
 // holds at this NB) each range writes float partial sums and csr_gather_finish adds them in order.
 #pragma once
 

@@ -1,9 +1,9 @@
 // sdnn/linear/op/csr_gather.cuh - ops::csr_gather_plan<T, Out>: Y[N x M] = epi(X[N x K] W^T) with
 // W unstructured-sparse in packed CSR (formats/packed_csr.hpp), on the CUDA cores, for small
 // batches: one launch of linear/kernel/csr_gather.cuh per 16 rows of X (each reads all of W again).
-// It moves the fewest bytes of the unstructured paths from about 90 % sparsity on (4 per nonzero)
-// and does NB fused multiply-adds per nonzero, so it serves N up to a few dozen rows; the automatic
-// layer chooses it there. Under the plan protocol of core/plan.hpp: the constructor checks,
+// It moves the fewest bytes of the unstructured paths from about 80 % sparsity on (4 per nonzero)
+// and does a fused multiply-add per nonzero and row of X; the automatic layer runs it up to 16
+// rows. Under the plan protocol of core/plan.hpp: the constructor checks,
 // uploads on exec.stream and sizes the workspace; run() only enqueues.
 #pragma once
 
