@@ -1,10 +1,10 @@
 // sdnn/linear/op/tc_auto.cuh - ops::tc_auto_linear_plan<T, Out>: Y[N x M] = epi(X[N x K] W^T)
 // for a 16-bit W given dense on the host, run by whichever of cuBLAS dense, 32 x 32 block-sparse,
 // 64 x 64 tile-offsets, 16 x 16 bitmap tiles, packed CSR on the CUDA cores, 2:4, cuSPARSE CSR or
-// (where the program has it) cuSPARSELt 2:4 is fastest for the batch size. The constructor reads W's structure
-// (analyze_weights), asks the cost model (linear/policy/tc_auto.hpp) which paths win at the
-// batch sizes up to max_rows, and uploads only those encodings. run() picks among them per N
-// without synchronising; path(n) and reason(n) say what it runs and why. tune() replaces the
+// (where the program has it) cuSPARSELt 2:4 is fastest for the batch size. The constructor reads
+// W's structure (analyze_weights), asks the cost model (linear/policy/tc_auto.hpp) which paths win
+// at the batch sizes up to max_rows, and uploads only those encodings. run() picks among them per
+// N without synchronising; path(n) and reason(n) say what it runs and why. tune() replaces the
 // model by measurement: it times every candidate at the given batch sizes (synchronising),
 // keeps the winners, frees the rest, and remembers them for this GPU and structure in a
 // process-wide cache that later plans of the same structure read.
