@@ -11,6 +11,9 @@ bench_linear16 run, and checks a model against it.
                                        path's, and the worst points
   fit_tc_auto.py RUN.jsonl --header H  checks that the table in header H is this fit (each number
                                        within 0.1 %): exit 1 if not (CTest host.tc_auto_table)
+  fit_tc_auto.py RUN.jsonl --header-row NAME PATH H
+                                       the same for one path's row kept apart in H as the constant
+                                       NAME (a build's own rates, e.g. sparse24 of a 90a build)
   fit_tc_auto.py --self-test           fits synthetic points made from known rates (CTest)
 
 The model: t(N) = launch(N) + units * rate(N), both piecewise linear in N between the anchors
@@ -181,9 +184,17 @@ def header_table(fn):
     return rows
 
 
-def same_table(fitted, table):
+def header_row(fn, name):
+    """The {launch}, {rate} of the constant NAME in the header (a tc_path_rates)."""
+    m = re.search(re.escape(name) + r"\{\s*\{([^{}]*)\},\s*\{([^{}]*)\}\}", open(fn).read())
+    if not m:
+        return None
+    return list(zip([float(v) for v in m.group(1).split(",")], [float(v) for v in m.group(2).split(",")]))
+
+
+def same_table(fitted, table, paths=PATHS):
     bad = []
-    for path in PATHS:
+    for path in paths:
         got = table.get(path)
         if got is None or len(got) != len(ANCHORS):
             bad.append(f"{path}: not in the header's table")
@@ -219,17 +230,35 @@ def self_test():
 def main():
     if "--self-test" in sys.argv:
         return self_test()
-    runs = [a for i, a in enumerate(sys.argv[1:], 1) if not a.startswith("--") and sys.argv[i - 1] != "--header"]
+    args = sys.argv[1:]
+    skip = set()
+    for i, a in enumerate(args):
+        if a == "--header":
+            skip.add(i + 1)
+        if a == "--header-row":
+            skip.update({i + 1, i + 2, i + 3})
+    runs = [a for i, a in enumerate(args) if not a.startswith("--") and i not in skip]
     rows = [r for spec in runs for r in load(spec)]
     pts = points(rows)
     rates = fit(pts)
     for path in PATHS:
         r = rates[path]
+        if any(v is None for v in r):
+            print(f"        // {path}: not in these runs")
+            continue
         launch = ", ".join("%.4g" % v[0] for v in r)
         rate = ", ".join("%.4g" % v[1] for v in r)
         print(f"        {{{{{launch}}}, {{{rate}}}}},  // {path}")
     if "--check" in sys.argv:
         check(pts, rates)
+    if "--header-row" in sys.argv:
+        i = sys.argv.index("--header-row")
+        name, path, fn = sys.argv[i + 1], sys.argv[i + 2], sys.argv[i + 3]
+        bad = same_table({path: rates[path]}, {path: header_row(fn, name)}, [path])
+        for line in bad:
+            print("header:", line)
+        print(f"header row {name}:", "the fit of this run" if not bad else "DIFFERS from the fit of this run")
+        return 1 if bad else 0
     if "--header" in sys.argv:
         bad = same_table(rates, header_table(sys.argv[sys.argv.index("--header") + 1]))
         for line in bad:

@@ -104,6 +104,17 @@ TEST_CASE("tc_auto: candidates and the cost model's choices", "[tc_auto]") {
   // without it, cuBLAS (sdnn's mma.sp kernel runs at half of cuBLAS there).
   CHECK(policy::tc_choose(t, s24, 2048, cs).path == tc_path::cusparselt);
   CHECK(policy::tc_choose(t, s24, 2048, cs & ~bit(tc_path::cusparselt)).path == tc_path::cublas_dense);
+  // A build with the wgmma.sp tiles (90a) has its own sparse24 row on sm_90: at 128 rows its 2:4
+  // kernel ran 1.27x cuBLAS here, the mma.sp build's 0.8x; other GPUs keep the common table.
+  auto const t90a = policy::tc_auto_tuning_for(arch{9, 0}, true);
+  auto const t90 = policy::tc_auto_tuning_for(arch{9, 0}, false);
+  unsigned const no_lt = cs & ~bit(tc_path::cusparselt);
+  CHECK(policy::tc_choose(t90a, s24, 128, no_lt).path == tc_path::sparse24);
+  CHECK(policy::tc_choose(t90, s24, 128, no_lt).path == tc_path::cublas_dense);
+  CHECK(t90a.paths[std::size_t(tc_path::sparse24)].rate[3] == policy::tc_sparse24_rates_sm90a.rate[3]);
+  CHECK(t90a.paths[std::size_t(tc_path::cublas_dense)].rate[3] == t90.paths[std::size_t(tc_path::cublas_dense)].rate[3]);
+  CHECK(policy::tc_auto_tuning_for(arch{10, 0}, true).paths[std::size_t(tc_path::sparse24)].rate[3] ==
+        t90.paths[std::size_t(tc_path::sparse24)].rate[3]);
   // The reason names the choice and every candidate's estimate.
   auto const c = policy::tc_choose(t, blocks, 32, cb);
   CHECK(sdnn_test::has(c.reason, "N = 32: tc_block32"));

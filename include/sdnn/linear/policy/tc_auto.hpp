@@ -12,6 +12,7 @@
 
 #include "sdnn/core/arch.hpp"
 #include "sdnn/core/error.hpp"
+#include "sdnn/linear/policy/sparse24.hpp"
 
 namespace sdnn::policy {
 
@@ -150,8 +151,24 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm80{{8, 0},
                                                     tc_auto_tuning_sm90.max_block_occupancy,
                                                     tc_auto_tuning_sm90.max_csr_density};
 
-constexpr tc_auto_tuning tc_auto_tuning_for(arch a) {
-  return tc_auto_tuning_sm90.measured <= a ? tc_auto_tuning_sm90 : tc_auto_tuning_sm80;
+// sparse24 on sm_90 in a build with the wgmma.sp tiles (90a, SDNN_SPARSE24_WGMMA=1): its own row,
+// fitted by benchmarks/fit_tc_auto.py to the 2:4 grid run of such a build on 2026-11-26
+// (linear16_s24_90a_NVIDIA-H100_2026-11-26.jsonl; CTest host.tc_auto_table_90a checks it). With the
+// mma.sp row such a build chose cuBLAS where its 2:4 kernel ran up to 1.26x faster (11008 x 4096,
+// N = 128, measured in that run). Replayed with the other paths' runs, the choice is within 5 % of
+// the fastest path at 214 of the 216 grid points.
+inline constexpr tc_path_rates tc_sparse24_rates_sm90a{{7.681, 7.624, 11.46, 25.35, 9.42, 25.54},
+                                                       {0.5055, 0.5119, 0.4801, 0.3849, 1.226, 4.58}};
+
+// The tuning for GPU `a`; sparse24_wgmma: the program holds the wgmma.sp tiles (they run on sm_90).
+constexpr tc_auto_tuning tc_auto_tuning_for(arch a, bool sparse24_wgmma = sparse24_wgmma_built) {
+  if (!(tc_auto_tuning_sm90.measured <= a)) return tc_auto_tuning_sm80;
+  tc_auto_tuning t = tc_auto_tuning_sm90;
+  if (sparse24_wgmma && a == arch{9, 0}) {
+    t.paths[std::size_t(tc_path::sparse24)] = tc_sparse24_rates_sm90a;
+    t.gpu = "NVIDIA H100 80GB HBM3 (2026-11-25; sparse24 of a 90a build, 2026-11-26)";
+  }
+  return t;
 }
 
 // The work units of a path for W (see tc_path_rates).
