@@ -70,10 +70,10 @@ struct shape {
 };
 std::string shape_name(shape s) { return std::to_string(s.m) + "x" + std::to_string(s.k); }
 
-char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_tf32",    "tc_dense_mma",
-                              "tc_tile_offsets",   "tc_bitmap",         "csr_gather",     "tc_block32",     "sparse24",
-                              "cusparselt",        "cusparse_csr_bf16", "cusparse_bsr_bf16", "sdnn_csr_float",
-                              "automatic",         "automatic_tuned"};
+char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_tf32",       "tc_dense_mma",
+                              "tc_tile_offsets",   "tc_bitmap",         "csr_gather",        "tc_block32",
+                              "sparse24",          "cusparselt",        "cusparse_csr_bf16", "cusparse_bsr_bf16",
+                              "sdnn_csr_float",    "automatic",         "automatic_tuned"};
 
 // Options, paths, timing and output of bench_linear16.
 //
@@ -86,7 +86,8 @@ char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_
 //   dense: structure "dense" holds the dense paths (always) and automatic on the dense W (--dense=0: not)
 //   --paths=name,name (only these; cublas_bf16, the baseline, always runs), --reps=20, --warmup=3,
 //   --budget=0.25 (seconds per measurement, see below), --check=0|1 (rel_err against cuBLAS),
-//   --csr-float-max-n=128, --bitmap-max-n=128, --gather-max-n=128, --quick (11008x4096; N 8, 32, 2048; unstructured 0.9; blocks 0.9; 2:4).
+//   --csr-float-max-n=128, --bitmap-max-n=128, --gather-max-n=128,
+//   --quick (11008x4096; N 8, 32, 2048; unstructured 0.9; blocks 0.9; 2:4).
 //   SDNN_COMMIT (env): the commit recorded in every line ("unknown" if unset).
 //
 // Paths (exact names):
@@ -97,7 +98,8 @@ char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_
 //   tc_dense_mma     ops::tc_linear_plan<policy::tc_dense_mma, bf16>                (once per (shape, N))
 //   tc_tile_offsets  ops::tc_linear_plan<policy::tc_tile_offsets_mma, bf16>          (unstructured, blocks)
 //   tc_bitmap        ops::tc_bitmap_plan<bf16>, 16 x 16 bitmap tiles, N <= --bitmap-max-n   (unstructured, blocks)
-//   csr_gather       ops::csr_gather_plan<bf16>, packed CSR on the CUDA cores, N <= --gather-max-n (unstructured, blocks)
+//   csr_gather       ops::csr_gather_plan<bf16>, packed CSR on the CUDA cores, N <= --gather-max-n
+//                    (unstructured, blocks)
 //   tc_block32       ops::tc_linear_plan<policy::tc_block_sparse_mma, bf16>, 32 x 32 (blocks; unstructured 99 %)
 //   sparse24         ops::sparse24_linear_plan<bf16>                                 (2:4)
 //   cusparselt       vendor::cusparselt_linear<bf16>, a plan per N (with SDNN_HAS_CUSPARSELT; 2:4). Where it
@@ -126,7 +128,8 @@ char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_
 // (||Y - Y_ref|| / ||Y_ref||, Y_ref = cuBLAS bf16 on the same W), check (ok / FAIL above 2e-2).
 // Summary lines: fastest (over the paths computing the bf16 layer: cuBLAS bf16, the sdnn tensor-core
 // plans, cuSPARSELt, cuSPARSE; the shape's dense paths count at every structure), fastest_any (fp16,
-// tf32 and float too), best_sdnn (tc_*, csr_gather, sparse24, sdnn_csr_float), and automatic[_tuned]_vs_fastest.
+// tf32 and float too), best_sdnn (tc_*, csr_gather, sparse24, sdnn_csr_float), and
+// automatic[_tuned]_vs_fastest.
 // Weights are built once per (shape, structure), reused across N and freed before the next one.
 struct options {
   std::vector<shape> shapes{{11008, 4096}, {4096, 11008}, {8192, 8192}, {4096, 4096}};
