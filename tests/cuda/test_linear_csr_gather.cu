@@ -45,7 +45,8 @@ std::vector<Out> check(dense_matrix<T> const& w, dense_matrix<T> const& x, optio
   std::optional<ops::csr_gather_plan<T, Out>> plan;
   std::optional<buffer<unsigned char, device_space>> ws;
   return sdnn_test::check_linear16<T, Out>(
-      sg.exec(), w, x, {o.x_offset, o.ldx_pad, o.bias_relu}, {true, 2.0}, [&](cuda_exec ex, dense_view<T const> xv, dense_view<Out> yv, basic_epilogue<float> const& epi) {
+      sg.exec(), w, x, {o.x_offset, o.ldx_pad, o.bias_relu}, {true, 2.0},
+      [&](cuda_exec ex, dense_view<T const> xv, dense_view<Out> yv, basic_epilogue<float> const& epi) {
         if (!plan) {
           plan_options po;
           po.own_workspace = !o.caller_workspace;

@@ -38,7 +38,8 @@ std::vector<Out> check(dense_matrix<T> const& w, dense_matrix<T> const& x, optio
   stream_guard sg;  // outlives the plan
   std::optional<ops::tc_bitmap_plan<T, Out>> plan;
   return sdnn_test::check_linear16<T, Out>(
-      sg.exec(), w, x, o, {false, 4.0}, [&](cuda_exec ex, dense_view<T const> xv, dense_view<Out> yv, basic_epilogue<float> const& epi) {
+      sg.exec(), w, x, o, {false, 4.0},
+      [&](cuda_exec ex, dense_view<T const> xv, dense_view<Out> yv, basic_epilogue<float> const& epi) {
         if (!plan) plan.emplace(bitmap_tiles_from_dense(w.view()), ex);
         UNSCOPED_INFO(plan->describe(xv.rows));
         plan->run(ex, xv, yv, epi);

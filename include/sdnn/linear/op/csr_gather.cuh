@@ -44,10 +44,12 @@ class csr_gather_plan {
   // Refused: M over int32, K over 65536 (the entries' 16-bit columns), a GPU below sm_80.
   static plan_status can_implement(std::int64_t m, std::int64_t k, arch a = {}) {
     if (m < 0 || k < 0 || m > std::numeric_limits<std::int32_t>::max() || k > packed_csr_matrix<T>::max_cols)
-      return plan_status::failure(::sdnn::detail::concat("csr_gather_plan: W is ", m, " x ", k, "; M must be in [0, 2^31) and K in [0, ",
+      return plan_status::failure(::sdnn::detail::concat("csr_gather_plan: W is ", m, " x ", k,
+                                                         "; M must be in [0, 2^31) and K in [0, ",
                                                          packed_csr_matrix<T>::max_cols, "] (16-bit columns)"));
     if (a.major != 0 && a < arch{8, 0})
-      return plan_status::failure(::sdnn::detail::concat("csr_gather_plan: needs sm_80 or newer; this GPU is sm_", a.sm()));
+      return plan_status::failure(
+          ::sdnn::detail::concat("csr_gather_plan: needs sm_80 or newer; this GPU is sm_", a.sm()));
     return {};
   }
 
@@ -65,7 +67,8 @@ class csr_gather_plan {
       range_panels_[i] = int(std::min<std::int64_t>(panels_, (optin - 64) / panel_bytes));
       if (range_panels_[i] >= 1) nb_max_ = 1 << i;
     }
-    SDNN_EXPECTS(nb_max_ >= 1, "csr_gather_plan: this GPU's ", optin, " bytes of shared memory a block hold no 4096-column panel");
+    SDNN_EXPECTS(nb_max_ >= 1, "csr_gather_plan: this GPU's ", optin,
+                 " bytes of shared memory a block hold no 4096-column panel");
     blocks_ = ::sdnn::detail::sm_count();
     for (int i = 0; (1 << i) <= nb_max_; ++i) {
       int const ranges = ranges_of(1 << i);
@@ -171,7 +174,8 @@ class csr_gather_plan {
     return int((panels_ + rp - 1) / rp);
   }
   std::size_t smem_of(int nb) const {
-    std::int64_t const cols = std::min<std::int64_t>(k_, std::int64_t(range_panels_[log2_of(nb)]) * packed_csr_matrix<T>::panel);
+    std::int64_t const cols =
+        std::min<std::int64_t>(k_, std::int64_t(range_panels_[log2_of(nb)]) * packed_csr_matrix<T>::panel);
     return std::size_t(cols + 1) * std::size_t(nb) * 2;  // and the zero column
   }
   template <int NB>
