@@ -23,9 +23,10 @@ nonzeros/1e6, tc_bitmap (16x16 tiles + stored column pairs / 96) / 1e3, csr_gath
 32 per row) / 1e6. launch and rate at an anchor: least squares on relative error over the grid's points
 at that N (every shape and structure the path ran).
 """
-import json
 import re
 import sys
+
+from bench_jsonl import family_rows
 
 ANCHORS = [1, 8, 32, 128, 512, 2048]
 PATHS = ["cublas_dense", "tc_block32", "tc_tile_offsets", "sparse24", "cusparse_csr", "cusparselt", "tc_bitmap",
@@ -62,12 +63,8 @@ def load(spec):
     fn, _, only = spec.partition(":")
     keep = set(only.split(",")) if only else None
     rows = []
-    for line in open(fn):
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        r = json.loads(line)
-        if r.get("family") != "linear16" or "time_us" not in r or r.get("error"):
+    for r in family_rows(fn, "linear16"):
+        if "time_us" not in r or r.get("error"):
             continue
         if keep is not None and r.get("path") not in keep:
             continue

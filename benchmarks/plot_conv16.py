@@ -15,9 +15,10 @@ Writes
 Lines of a later run replace those of an earlier one with the same key.
 """
 import argparse
-import json
 import math
 from collections import OrderedDict
+
+from bench_jsonl import family_rows
 
 import matplotlib
 
@@ -31,16 +32,9 @@ TAGS = {"cudnn": "cuDNN", "tc_dense": "tcD", "tc_blocks64x32": "b64", "tc_blocks
 
 def load(path):
     rows = OrderedDict()
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            r = json.loads(line)
-            if r.get("family") != "conv16":
-                continue
-            key = (r["layer"], int(r["batch"]), r["type"], r["path"], r["structure"], target(r))
-            rows[key] = r
+    for r in family_rows(path, "conv16"):
+        key = (r["layer"], int(r["batch"]), r["type"], r["path"], r["structure"], target(r))
+        rows[key] = r
     return list(rows.values())
 
 

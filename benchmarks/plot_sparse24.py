@@ -10,7 +10,8 @@ is drawn dashed. The Markdown table lists both times and the speedup per (shape,
 """
 import argparse
 import collections
-import json
+
+from bench_jsonl import family_rows
 
 import matplotlib
 
@@ -24,20 +25,15 @@ def load(path, flush="clean", build=None):
     times = collections.defaultdict(lambda: collections.defaultdict(dict))
     tiles = {}
     meta = None
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            r = json.loads(line)
-            if r.get("family") != "linear_sparse24" or "m" not in r or r.get("flush", flush) != flush:
-                continue
-            if "time_us" not in r or (build and not r.get("build", "").startswith(build)):
-                continue
-            meta = meta or r
-            times[(r["m"], r["k"])][r["n"]][r["impl"]] = r["time_us"]
-            if r["impl"] == "sdnn_24":
-                tiles[(r["m"], r["k"], r["n"])] = r.get("detail", "").split(" tiles")[0]
+    for r in family_rows(path, "linear_sparse24"):
+        if "m" not in r or r.get("flush", flush) != flush:
+            continue
+        if "time_us" not in r or (build and not r.get("build", "").startswith(build)):
+            continue
+        meta = meta or r
+        times[(r["m"], r["k"])][r["n"]][r["impl"]] = r["time_us"]
+        if r["impl"] == "sdnn_24":
+            tiles[(r["m"], r["k"], r["n"])] = r.get("detail", "").split(" tiles")[0]
     return times, meta, tiles
 
 
