@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace sdnn_test {
@@ -95,6 +96,37 @@ std::vector<Out> check_linear16(sdnn::cuda_exec ex, sdnn::dense_matrix<T> const&
   auto y2 = download(dy.data(), std::size_t(n * m), ex);
   CHECK(std::memcmp(y.data(), y2.data(), y.size() * sizeof(Out)) == 0);
   return y;
+}
+
+// The NaN/Inf case of check_linear16_edges: its W and its float Y (X has an Inf at (2, 40)).
+template <class T>
+struct linear16_nan_inf {
+  sdnn::dense_matrix<T> w;
+  std::vector<float> y;
+};
+
+// The edge cases every small-batch plan passes, each through run_check(out, w, x, c): a
+// check_linear16 of the caller's plan with Out = decltype(out), returning Y. W of 50 x 70, X of 6
+// rows: an all-zero W gives exactly 0; a dense W with bias + ReLU; a dense W with an empty row gives
+// exactly 0 there; a NaN in W at (3, 10) makes row 3 NaN for every row of X. The last case's X also
+// has an Inf at (2, 40): where it may reach depends on the plan, which checks it on what this returns.
+template <class T, class RunCheck>
+linear16_nan_inf<T> check_linear16_edges(RunCheck&& run_check) {
+  auto const x = random_matrix<T>(6, 70, 5);
+  auto const zero = pruned<T>(50, 70, 1.0, 6);
+  for (float v : run_check(float{}, zero, x, linear16_case{})) REQUIRE(v == 0.f);  // no stored value: exactly 0
+  auto dense = pruned<T>(50, 70, 0.0, 7);
+  run_check(T{}, dense, x, linear16_case{0, 0, true});
+  for (std::int64_t j = 0; j < dense.cols(); ++j) dense(17, j) = T(0.f);  // an empty row
+  auto const y = run_check(float{}, dense, x, linear16_case{});
+  for (std::int64_t i = 0; i < x.rows(); ++i) REQUIRE(y[std::size_t(i * 50 + 17)] == 0.f);
+  linear16_nan_inf<T> r{pruned<T>(50, 70, 0.5, 8), {}};
+  r.w(3, 10) = T(std::numeric_limits<float>::quiet_NaN());
+  auto xi = random_matrix<T>(6, 70, 9);
+  xi(2, 40) = T(std::numeric_limits<float>::infinity());
+  r.y = run_check(float{}, r.w, xi, linear16_case{});
+  for (std::int64_t i = 0; i < xi.rows(); ++i) REQUIRE(std::isnan(r.y[std::size_t(i * 50 + 3)]));
+  return r;
 }
 
 }  // namespace sdnn_test

@@ -85,27 +85,14 @@ TEMPLATE_TEST_CASE("csr_gather: all-zero, dense, empty and skewed rows; NaN and 
                    bf16, fp16) {
   SDNN_REQUIRE_DEVICE();
   using T = TestType;
-  auto const x = random_matrix<T>(6, 70, 5);
-  auto const zero = pruned<T>(50, 70, 1.0, 6);
-  for (float v : check<T, float>(zero, x)) REQUIRE(v == 0.f);  // no stored value: exactly 0
-  auto dense = pruned<T>(50, 70, 0.0, 7);
-  check<T, T>(dense, x, {0, 0, true});
-  for (std::int64_t j = 0; j < dense.cols(); ++j) dense(17, j) = T(0.f);  // an empty row
-  auto const y = check<T, float>(dense, x);
-  for (std::int64_t i = 0; i < x.rows(); ++i) REQUIRE(y[std::size_t(i * 50 + 17)] == 0.f);
-  // Skewed: one dense row of 6000 among 2000 rows of one nonzero each (the warps' balance).
-  dense_matrix<T> skew(2001, 6000);
-  for (std::int64_t j = 0; j < 6000; ++j) skew(1000, j) = T(0.001f * float(j % 13) - 0.006f);
-  for (std::int64_t i = 0; i < 2001; ++i)
-    if (i != 1000) skew(i, (i * 37) % 6000) = T(0.5f);
-  for (std::int64_t n : {1, 8, 16}) check<T, float>(skew, random_matrix<T>(n, 6000, unsigned(10 + n)));
-  // NaN in W reaches its row; Inf in X reaches only the rows with a nonzero in its column.
-  auto w = pruned<T>(50, 70, 0.5, 8);
-  w(3, 10) = T(std::numeric_limits<float>::quiet_NaN());
-  auto xi = random_matrix<T>(6, 70, 9);
-  xi(2, 40) = T(std::numeric_limits<float>::infinity());
-  auto const yn = check<T, float>(w, xi);
-  for (std::int64_t i = 0; i < xi.rows(); ++i) REQUIRE(std::isnan(yn[std::size_t(i * 50 + 3)]));
+  // The shared cases; then the Inf in X at (2, 40) must reach only the rows with a nonzero in
+  // column 40.
+  auto const edge = sdnn_test::check_linear16_edges<T>(
+      [](auto out, dense_matrix<T> const& w, dense_matrix<T> const& x, sdnn_test::linear16_case c) {
+        return check<T, decltype(out)>(w, x, {c.x_offset, c.ldx_pad, c.bias_relu});
+      });
+  auto const& w = edge.w;
+  auto const& yn = edge.y;
   int finite = 0, infinite = 0;
   for (std::int64_t j = 0; j < 50; ++j) {
     if (j == 3) continue;
@@ -120,6 +107,12 @@ TEMPLATE_TEST_CASE("csr_gather: all-zero, dense, empty and skewed rows; NaN and 
     if (j != 3) (detail::is_nonzero(w(j, 40)) ? nz40 : zeros40)++;
   CHECK(finite == zeros40);
   CHECK(infinite == nz40);
+  // Skewed: one dense row of 6000 among 2000 rows of one nonzero each (the warps' balance).
+  dense_matrix<T> skew(2001, 6000);
+  for (std::int64_t j = 0; j < 6000; ++j) skew(1000, j) = T(0.001f * float(j % 13) - 0.006f);
+  for (std::int64_t i = 0; i < 2001; ++i)
+    if (i != 1000) skew(i, (i * 37) % 6000) = T(0.5f);
+  for (std::int64_t n : {1, 8, 16}) check<T, float>(skew, random_matrix<T>(n, 6000, unsigned(10 + n)));
 }
 
 TEST_CASE("csr_gather: refusals before any launch; an empty batch runs nothing", "[cuda][csr_gather]") {

@@ -73,21 +73,11 @@ TEMPLATE_TEST_CASE("tc_bitmap: all-zero, dense and empty-row weights; NaN and In
                    fp16) {
   SDNN_REQUIRE_DEVICE();
   using T = TestType;
-  auto const x = random_matrix<T>(6, 70, 5);
-  auto const zero = pruned<T>(50, 70, 1.0, 6);
-  for (float v : check<T, float>(zero, x)) REQUIRE(v == 0.f);  // no stored value: exactly 0
-  auto dense = pruned<T>(50, 70, 0.0, 7);
-  check<T, T>(dense, x, {0, 0, true});
-  for (std::int64_t j = 0; j < dense.cols(); ++j) dense(17, j) = T(0.f);  // an empty row
-  auto const y = check<T, float>(dense, x);
-  for (std::int64_t i = 0; i < x.rows(); ++i) REQUIRE(y[std::size_t(i * 50 + 17)] == 0.f);
-  // NaN in W, Inf in X: the rows they reach follow IEEE arithmetic (the reference's).
-  auto w = pruned<T>(50, 70, 0.5, 8);
-  w(3, 10) = T(std::numeric_limits<float>::quiet_NaN());
-  auto xi = random_matrix<T>(6, 70, 9);
-  xi(2, 40) = T(std::numeric_limits<float>::infinity());
-  auto const yn = check<T, float>(w, xi);
-  for (std::int64_t i = 0; i < xi.rows(); ++i) REQUIRE(std::isnan(yn[std::size_t(i * 50 + 3)]));
+  // The shared cases: the rows the NaN and the Inf reach follow IEEE arithmetic over every element
+  // of a stored tile, zeros too, as the reference's.
+  sdnn_test::check_linear16_edges<T>([](auto out, dense_matrix<T> const& w, dense_matrix<T> const& x, options o) {
+    return check<T, decltype(out)>(w, x, o);
+  });
 }
 
 TEST_CASE("tc_bitmap: refusals before any launch; an empty batch runs nothing", "[cuda][tc_bitmap]") {
