@@ -10,7 +10,9 @@
 // --reps after two warm-up runs. One JSON line per (layer, batch, type, path) (family "conv16");
 // benchmarks/plot_conv16.py draws the PNG. Options: --layers=vgg,resnet --batch=1,16,128
 // --types=fp16,bf16 --sparsity=0.75,0.9 --reps=20 --mode=layers|stack|both --blocks=64x32,32x32,16x16
-// --sdnn-dense=1 --sparse24=1 --commit=HASH --only=NAME (one layer, by name).
+// --sdnn-dense=1 --sparse24=1 --tma=1 --commit=HASH --only=NAME (one layer, by name). --tma=1 adds
+// the channel-block rows with the TMA block kernel forced (sdnn_tc_blocks_tma; where the input or
+// the blocks do not allow it the plan runs its tiled kernels, and the row's note says which ran).
 #include <cuda_runtime.h>
 
 #include <sdnn/conv/filter_removal.hpp>
@@ -94,6 +96,7 @@ struct options {
   std::vector<std::pair<int, int>> blocks{{64, 32}, {32, 32}, {16, 16}};  // channel blocks, output x input
   bool sdnn_dense = true;  // time sdnn's dense implicit GEMM too
   bool sparse24 = true;    // the 2:4 rows (and a 2:4 stack)
+  bool tma = true;         // the channel-block rows with the TMA kernel forced
 };
 options g_opt;
 
@@ -127,6 +130,7 @@ void parse(int argc, char** argv) {
     else if (auto v = val("--mode=")) g_opt.mode = v;
     else if (auto v = val("--sdnn-dense=")) g_opt.sdnn_dense = std::atoi(v) != 0;
     else if (auto v = val("--sparse24=")) g_opt.sparse24 = std::atoi(v) != 0;
+    else if (auto v = val("--tma=")) g_opt.tma = std::atoi(v) != 0;
     else if (auto v = val("--blocks=")) {  // e.g. 64x32,32x32
       g_opt.blocks.clear();
       for (auto const& t : split(v)) g_opt.blocks.push_back({std::stoi(t), std::stoi(t.substr(t.find('x') + 1))});
@@ -274,8 +278,9 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
     rows.push_back(r);
   };
   auto sdnn_time = [&](auto policy_tag, auto const& weights, std::string const& path, std::string const& structure,
-                       double sp, T const* ref) {
-    plan_time([&] { return ops::tc_conv_plan<decltype(policy_tag), T>(s, weights, ex); }, path, structure, sp, ref);
+                       double sp, T const* ref, policy::tc_shape tiles = policy::tc_shape::automatic) {
+    plan_time([&] { return ops::tc_conv_plan<decltype(policy_tag), T>(s, weights, ex, plan_options{}, tiles); }, path,
+              structure, sp, ref);
   };
   // cuDNN on pruned weights (zeros and all) into dref: the reference output of their check.
   auto cudnn_reference = [&](dense_matrix<T> const& w) {
@@ -314,6 +319,8 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
       double const actual = 1.0 - double(pr.mask.kept_count()) / double(pr.mask.blocks());
       cudnn_reference(pr.gemm);
       sdnn_time(policy::tc_block_sparse_mma{}, bw, "sdnn_tc_blocks", st, actual, dref.data());
+      if (g_opt.tma && bc == 32)
+        sdnn_time(policy::tc_block_sparse_mma{}, bw, "sdnn_tc_blocks_tma", st, actual, dref.data(), policy::tc_shape::tma);
       auto_time(pr.gemm, st, actual);
     }
     // Whole filters and input channels removed: cuDNN on the compact layer (about sqrt(1 - sp) of

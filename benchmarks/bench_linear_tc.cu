@@ -7,8 +7,8 @@
 // of the dense bf16 tensor-core peak (989 TFLOP/s; the mma work issued). --quick: 11008 x 4096,
 // N 8/32/2048, 70/90/95 % and 90 % blocks. A subset (short device calls): --shapes=MxK,..
 // --n=8,32,.. --unstructured=0.9,.. --blocked=0.9,.. (an empty list: none) --no-dense
-// --shape=small|large|stream|direct (the sparse plans' shape forced; the JSON's launch field says
-// which ran; direct: 32 x 32 blocks only).
+// --shape=small|large|stream|direct|tma (the sparse plans' shape forced; the JSON's launch field says
+// which ran; direct: 32 x 32 blocks only; tma: blocks only, sm_90).
 #include "bench_util.cuh"
 
 #include <cublas_v2.h>
@@ -312,6 +312,7 @@ int main(int argc, char** argv) {
   if (sdnn_bench::take_flag(argc, argv, "--shape=large")) g_shape = policy::tc_shape::large;
   if (sdnn_bench::take_flag(argc, argv, "--shape=stream")) g_shape = policy::tc_shape::stream;
   if (sdnn_bench::take_flag(argc, argv, "--shape=direct")) g_shape = policy::tc_shape::direct;
+  if (sdnn_bench::take_flag(argc, argv, "--shape=tma")) g_shape = policy::tc_shape::tma;
   auto const ns_opt = take_list<std::int64_t>(argc, argv, "--n", {});
   auto const un_opt = take_list<double>(argc, argv, "--unstructured", {-1});
   auto const bl_opt = take_list<double>(argc, argv, "--blocked", {-1});

@@ -110,9 +110,10 @@ std::vector<Out> check_conv_with(char const* name, MakePlan&& make, conv::conv_s
 
 template <class Policy, class T, class Out>
 std::vector<Out> check_conv(conv::conv_shape const& s, std::int64_t batch, dense_matrix<T> const& wg, unsigned seed,
-                            bool bias_relu, int br = 32, int bc = 32, int x_offset = 0) {
+                            bool bias_relu, int br = 32, int bc = 32, int x_offset = 0,
+                            policy::tc_shape tiles = policy::tc_shape::automatic) {
   auto make = [&](cuda_exec ex) {
-    return ops::tc_conv_plan<Policy, T>(s, sdnn_test::make_tc_weights<Policy, T>(wg, br, bc), ex);
+    return ops::tc_conv_plan<Policy, T>(s, sdnn_test::make_tc_weights<Policy, T>(wg, br, bc), ex, plan_options{}, tiles);
   };
   return check_conv_with<T, Out>(Policy::name, make, s, batch, wg, seed, bias_relu, x_offset);
 }
@@ -162,6 +163,37 @@ TEMPLATE_TEST_CASE("tc_conv: every weight format against the im2col reference, o
     auto const w24 = random_filter24<T>(l.s, seed++);
     check_conv24<T, T>(l.s, l.batch, w24, seed++, true);
     check_conv24<T, float>(l.s, l.batch, w24, seed++, false);
+  }
+}
+
+TEMPLATE_TEST_CASE("tc_conv: the TMA block kernel through im2col tensor maps, odd shapes", "[cuda][tc_conv][tma]", bf16,
+                   fp16) {
+  using T = TestType;
+  struct layer {
+    conv::conv_shape s;
+    std::int64_t batch;
+  };
+  // C a multiple of 32 (a block's 32 columns in one tap), the rest as odd as the tiled cases.
+  std::vector<layer> const layers = {
+      {conv::conv_shape::conv2d(32, 9, 7, 40, 3, 3, 1, 1), 3},      // 3x3 pad 1, K not a block multiple, odd H and W
+      {conv::conv_shape::conv2d(64, 12, 10, 64, 3, 3, 2, 0), 1},    // stride 2, no padding
+      {conv::conv_shape::conv2d(64, 13, 11, 48, 3, 3, 2, 1), 2},    // stride 2, padding 1, odd H and W
+      {conv::conv_shape::conv2d(64, 7, 7, 96, 1, 1), 2},            // 1x1
+      {conv::conv_shape::conv2d(32, 11, 13, 24, 3, 3, 1, 2, 2), 2},  // dilation 2, padding 2
+      {conv::conv_shape::conv2d(64, 14, 14, 64, 3, 3, 1, 1), 5},    // 128-pixel tiles across images
+      {conv::conv_shape::conv2d(32, 5, 5, 32, 5, 5, 1, 2), 1},      // 5x5, batch 1
+  };
+  unsigned seed = 71;
+  for (auto const& l : layers) {
+    auto const wb = random_filter<T>(l.s, seed++, 0.4, 32, 32);
+    check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, wb, seed++, true, 32, 32, 0, policy::tc_shape::tma);
+    check_conv<policy::tc_block_sparse_mma, T, float>(l.s, l.batch, wb, seed++, false, 32, 32, 0,
+                                                      policy::tc_shape::tma);
+    auto const w64 = random_filter<T>(l.s, seed++, 0.5, 64, 32);
+    check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, w64, seed++, true, 64, 32, 0, policy::tc_shape::tma);
+    check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, w64, seed++, true, 16, 32, 0, policy::tc_shape::tma);
+    // An input no tensor map can read (not 16-byte aligned): the tiled kernels, the same answer.
+    check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, wb, seed++, true, 32, 32, 1, policy::tc_shape::tma);
   }
 }
 

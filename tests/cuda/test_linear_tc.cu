@@ -66,6 +66,7 @@ struct run_options {
   std::int64_t ldx_pad = 0;
   bool bias = false, relu = false, cap = false;
   bool caller_workspace = false;
+  int expect_tma = -1;  // 1 / 0: the plan must / must not describe the run as the TMA kernel's
 };
 
 // Runs the plan on X (N x K) and checks every output against the reference; returns Y's bits.
@@ -107,6 +108,7 @@ std::vector<Out> check_against_reference(W const& w, std::int64_t m, std::int64_
   plan.run(ex, xv, yv, epi, wsv);
   auto y = download(dy.data(), std::size_t(n * m), ex);
   INFO(plan.describe(n));
+  if (o.expect_tma >= 0) CHECK(has(plan.describe(n), ": tma,") == (o.expect_tma == 1));
 
   // Reference in float (Out = float), the bound from the dense |x| |w| sums.
   dense_matrix<float> ref(n, m);
@@ -246,6 +248,66 @@ TEMPLATE_TEST_CASE("tc_linear: every block shape, both tile shapes, tails, unali
   o.caller_workspace = true;
   check_policy<policy::tc_tile_offsets_mma, T, T>(w2, 9, 12, o, 32, 32, "epilogue, caller workspace");
   check_policy<policy::tc_dense_mma, T, T>(w2, 9, 13, o, 32, 32, "epilogue, caller workspace");
+}
+
+TEMPLATE_TEST_CASE("tc_linear: the TMA block kernel, every block height, tails, epilogue, edge cases", "[cuda][tc][tma]",
+                   bf16, fp16) {
+  SDNN_REQUIRE_DEVICE();
+  using T = TestType;
+  bool const hopper = ::sdnn::detail::current_arch().sm() >= 90;
+  // K = 232: 7 blocks and a quarter (columns past K read as zeros); M = 150: a partial block row;
+  // N from 1 to past two 128-row tiles.
+  for (int br : {16, 32, 64}) {
+    auto const w = train::prune_blocks_l2(random_matrix<T>(150, 232, unsigned(br)).view(), br, 32, 0.6);
+    for (std::int64_t n : {1, 37, 128, 129, 300}) {
+      run_options o;
+      o.shape = policy::tc_shape::tma;
+      o.expect_tma = hopper ? 1 : 0;
+      check_policy<policy::tc_block_sparse_mma, T, T>(w, n, unsigned(br + n), o, br, 32, "tma " + std::to_string(br));
+      o.bias = o.relu = o.cap = true;
+      check_policy<policy::tc_block_sparse_mma, T, float>(w, n, unsigned(br + n + 1), o, br, 32, "tma epilogue");
+    }
+    // X that no tensor map can read (not 16-byte aligned, a row pitch of 233): the tiled kernels
+    // run (describe(n) cannot know X, so only the answer is checked).
+    run_options o;
+    o.shape = policy::tc_shape::tma;
+    o.x_offset = 1;
+    o.ldx_pad = 1;
+    check_policy<policy::tc_block_sparse_mma, T, T>(w, 100, 7u, o, br, 32, "tma refused: unaligned X");
+  }
+  // Blocks 64 wide are not the TMA kernel's: the tiled kernels run.
+  {
+    auto const w = train::prune_blocks_l2(random_matrix<T>(128, 256, 3u).view(), 32, 64, 0.5);
+    run_options o;
+    o.shape = policy::tc_shape::tma;
+    o.expect_tma = 0;
+    check_policy<policy::tc_block_sparse_mma, T, T>(w, 140, 4u, o, 32, 64, "tma refused: 64 wide");
+  }
+  // Empty block rows (nothing to load: Y = epi(0)), a full block, an all-zero W, NaN and Inf in X.
+  auto w = pruned<T>(257, 320, 0.95, 31);
+  for (std::int64_t i = 0; i < 64; ++i)
+    for (std::int64_t j = 0; j < 320; ++j) w(i, j) = T(0.f);
+  auto full = random_matrix<T>(64, 64, 32);
+  for (std::int64_t i = 0; i < 64; ++i)
+    for (std::int64_t j = 0; j < 64; ++j) w(128 + i, 64 + j) = full(i, j);
+  run_options o;
+  o.shape = policy::tc_shape::tma;
+  o.bias = true;
+  o.expect_tma = hopper ? 1 : 0;
+  check_policy<policy::tc_block_sparse_mma, T, T>(w, 200, 33, o, 32, 32, "tma empty rows, full block");
+  dense_matrix<T> z(100, 96);
+  for (auto& v : z.values()) v = T(0.f);
+  check_policy<policy::tc_block_sparse_mma, T, float>(z, 130, 34, o, 64, 32, "tma zero W");
+  auto wn = pruned<T>(90, 104, 0.7, 35);
+  auto xn = random_matrix<T>(140, 104, 36);
+  xn(0, 5) = T(std::numeric_limits<float>::quiet_NaN());
+  xn(1, 50) = T(std::numeric_limits<float>::infinity());
+  xn(130, 99) = T(-std::numeric_limits<float>::infinity());
+  run_options on;
+  on.shape = policy::tc_shape::tma;
+  on.expect_tma = hopper ? 1 : 0;
+  check_against_reference<policy::tc_block_sparse_mma, T, float>(make_tc_weights<policy::tc_block_sparse_mma>(wn, 32, 32),
+                                                                 90, 104, xn, on, "tma NaN and Inf");
 }
 
 TEMPLATE_TEST_CASE("tc_linear: empty rows, empty and full blocks, zero matrix, extreme values, NaN and Inf",

@@ -1,7 +1,8 @@
 // sdnn/conv/op/conv16_auto.cuh - ops::conv16_auto_plan<T>: one 16-bit NHWC convolution layer
 // (bias, ReLU, optional 2x2 max-pool) that runs the fastest of cuDNN (dense, its best algorithm)
 // and the tensor-core implicit GEMMs the filter's structure allows (blocks of 64 x 32, 32 x 32 or
-// 16 x 16 of its GEMM view, as channel-block pruning leaves them; 64 x 64 tiles of its nonzeros; 2:4
+// 16 x 16 of its GEMM view, as channel-block pruning leaves them, the 64 x 32 and 32 x 32 ones also
+// through the TMA block kernel on sm_90; 64 x 64 tiles of its nonzeros; 2:4
 // along the reduction dimension on mma.sp), and for a 1x1 stride-1 unpadded layer the plain GEMM
 // through cuBLASLt with the bias and ReLU fused (where cuDNN runs them as a pass of their own).
 // The choice is a tuning run at plan time: every candidate is timed on this GPU with this batch,
@@ -37,7 +38,18 @@
 
 namespace sdnn::ops {
 
-enum class conv16_path { cudnn, tc_dense, tc_blocks64x32, tc_blocks32, tc_blocks16, tc_tiles, cublaslt_1x1, tc_sparse24 };
+enum class conv16_path {
+  cudnn,
+  tc_dense,
+  tc_blocks64x32,
+  tc_blocks32,
+  tc_blocks16,
+  tc_tiles,
+  cublaslt_1x1,
+  tc_sparse24,
+  tc_blocks64x32_tma,  // the block kernels of linear/kernel/tc_block_tma.cuh (sm_90, C % 32 == 0)
+  tc_blocks32_tma
+};
 inline char const* conv16_path_name(conv16_path p) {
   switch (p) {
     case conv16_path::cudnn: return "cudnn";
@@ -47,10 +59,12 @@ inline char const* conv16_path_name(conv16_path p) {
     case conv16_path::tc_blocks16: return "tc_blocks16";
     case conv16_path::cublaslt_1x1: return "cublaslt_1x1";
     case conv16_path::tc_sparse24: return "tc_sparse24";
+    case conv16_path::tc_blocks64x32_tma: return "tc_blocks64x32_tma";
+    case conv16_path::tc_blocks32_tma: return "tc_blocks32_tma";
     default: return "tc_tiles";
   }
 }
-inline constexpr unsigned conv16_all_paths = 0xff;
+inline constexpr unsigned conv16_all_paths = 0x3ff;
 
 struct conv16_auto_options {
   unsigned allowed = conv16_all_paths;  // mask of 1 << conv16_path
@@ -142,6 +156,13 @@ class conv16_auto_plan {
       cands.push_back(conv16_path::tc_blocks32);
     if (allowed(conv16_path::tc_blocks16) && b16 <= opt.max_block_occupancy * all_blocks(16, 16))
       cands.push_back(conv16_path::tc_blocks16);
+    // The TMA kernel reads an input whose channels fill whole 32-wide blocks, on sm_90 and newer
+    // (elsewhere its plan would run the tiled kernels, a candidate already).
+    bool const tma = s_.C % 32 == 0 && arch{9, 0} <= ::sdnn::detail::current_arch();
+    if (tma && allowed(conv16_path::tc_blocks64x32_tma) && b64 <= opt.max_block_occupancy * all_blocks(64, 32))
+      cands.push_back(conv16_path::tc_blocks64x32_tma);
+    if (tma && allowed(conv16_path::tc_blocks32_tma) && b32 <= opt.max_block_occupancy * all_blocks(32, 32))
+      cands.push_back(conv16_path::tc_blocks32_tma);
     if (allowed(conv16_path::tc_tiles) && nnz <= opt.max_tile_density * double(total))
       cands.push_back(conv16_path::tc_tiles);
     if (allowed(conv16_path::cublaslt_1x1) && is_plain_gemm()) cands.push_back(conv16_path::cublaslt_1x1);
@@ -295,6 +316,13 @@ class conv16_auto_plan {
         int const br = p == conv16_path::tc_blocks64x32 ? 64 : p == conv16_path::tc_blocks32 ? 32 : 16;
         int const bc = p == conv16_path::tc_blocks16 ? 16 : 32;
         blocks_ = std::make_unique<tc_conv_plan<policy::tc_block_sparse_mma, T>>(s_, block_sparse_from_dense(w, br, bc), own);
+        break;
+      }
+      case conv16_path::tc_blocks64x32_tma:
+      case conv16_path::tc_blocks32_tma: {
+        int const br = p == conv16_path::tc_blocks64x32_tma ? 64 : 32;
+        blocks_ = std::make_unique<tc_conv_plan<policy::tc_block_sparse_mma, T>>(
+            s_, block_sparse_from_dense(w, br, 32), own, plan_options{}, policy::tc_shape::tma);
         break;
       }
       case conv16_path::tc_sparse24:  // a filter that is not 2:4 is refused here, naming its first bad group

@@ -64,8 +64,10 @@ class tc_conv_plan {
   // wg: the filter's GEMM view, K x R*S*C (k = (r * S + s) * C + c), in Policy's format (dense
   // bf16/fp16, block_sparse_matrix or tile_offsets_matrix). Uploaded once on exec.stream.
   // opt.max_rows bounds the pixels (batch * OH * OW) of runs that split K (small batches).
-  tc_conv_plan(conv::conv_shape shape, weights_type const& wg, cuda_exec exec, plan_options opt = {})
-      : shape_(detail::checked_conv_gemm(shape, wg.rows(), wg.cols(), "tc_conv")), lin_(wg, exec, opt) {
+  // `tiles` forces the linear plan's kernel shape (the benchmarks and tests; automatic by default).
+  tc_conv_plan(conv::conv_shape shape, weights_type const& wg, cuda_exec exec, plan_options opt = {},
+               policy::tc_shape tiles = policy::tc_shape::automatic)
+      : shape_(detail::checked_conv_gemm(shape, wg.rows(), wg.cols(), "tc_conv")), lin_(wg, exec, opt, tiles) {
     lin_.template prepare_x<kernels::tc_im2col_x<T>>();
   }
 

@@ -4,7 +4,8 @@
 // architecture), uploads W once on exec.stream (blocks with their 16-byte pieces swizzled, see
 // kernels::tc_swizzle16), builds the streaming schedule (tile_offsets and square blocks) and
 // sizes the workspace of the K split / stream partials; run() picks the shape for N (tuning
-// table: streaming up to stream_n_max, else the small / large tiles), checks its operands and
+// table: streaming up to stream_n_max, else the small / large tiles; blocks 32 wide on sm_90 from
+// tma_n_min on, the TMA kernel where X can be read through a tensor map), checks its operands and
 // enqueues one kernel; it never allocates, frees or synchronises.
 #pragma once
 
@@ -20,7 +21,9 @@
 #include "sdnn/core/cuda.cuh"
 #include "sdnn/core/memory.cuh"
 #include "sdnn/core/plan.cuh"
+#include "sdnn/core/tma.cuh"
 #include "sdnn/linear/kernel/tc_block_direct.cuh"
+#include "sdnn/linear/kernel/tc_block_tma.cuh"
 #include "sdnn/linear/kernel/tc_spmm.cuh"
 #include "sdnn/linear/kernel/tc_stream.cuh"
 #include "sdnn/linear/op/tc_linear.hpp"
@@ -120,6 +123,7 @@ class tc_linear_plan {
     bool large = false;
     bool stream = false;  // the streaming kernel (tc_stream.cuh): bm x bk units, bn batch rows a pass
     bool direct = false;  // the direct kernel (tc_block_direct.cuh): one block row x bn batch rows a block
+    bool tma = false;     // the TMA kernel (tc_block_tma.cuh): one block row x bn rows of X a block
     int bm = 0, bn = 0, bk = 0, stages = 0, threads = 0, smem = 0;
     int panels = 0, ntiles = 0, splits = 1;
     int ctas = 0, passes = 1;   // stream: blocks (one wave) and passes of bn rows
@@ -210,10 +214,10 @@ class tc_linear_plan {
     std::int64_t const n_ws = std::min<std::int64_t>(rows, std::max<std::int64_t>(tuning_.split_n_max, stream_max));
     std::size_t counters = 0;
     for (std::int64_t n = 1; n <= n_ws; ++n)
-      counters = std::max({counters, shape_for(n).counters, shape_for(n, true).counters});
+      counters = std::max({counters, shape_for(n, false, false).counters, shape_for(n, true, false).counters});
     counters_bytes_ = ::sdnn::detail::workspace_carver::bytes_of<std::int32_t>(counters);
     for (std::int64_t n = 1; n <= n_ws; ++n)
-      ws_bytes_ = std::max({ws_bytes_, shape_for(n).workspace, shape_for(n, true).workspace});
+      ws_bytes_ = std::max({ws_bytes_, shape_for(n, false, false).workspace, shape_for(n, true, false).workspace});
     if (opt.own_workspace && ws_bytes_) {
       ws_ = buffer<unsigned char, device_space>(ws_bytes_, exec);
       SDNN_CUDA_CHECK(cudaMemsetAsync(ws_.data(), 0, ws_bytes_, exec.stream));  // the split counters start at 0
@@ -230,11 +234,15 @@ class tc_linear_plan {
   // Scratch of run() (split partials and counters), for N up to max_rows.
   std::size_t workspace_bytes() const noexcept { return ws_bytes_; }
 
-  // The shape, split and workspace of a run with n rows (tiled_only: of run_x, which never streams).
+  // The shape, split and workspace of a run with n rows (tiled_only: of run_x, which never streams;
+  // x_tma: X can be read through a tensor map, so the TMA kernel may run; the TMA kernel needs no
+  // workspace, and a run whose X cannot takes the shape it would have without it).
   template <class XSrc = kernels::tc_rows_x<T>>
-  launch_shape shape_for(std::int64_t n, bool tiled_only = false) const {
+  launch_shape shape_for(std::int64_t n, bool tiled_only = false, bool x_tma = true) const {
     launch_shape s;
-    with_tiles([&](auto tiles_tag) { fill_shape<detail::tc_x_tiles<XSrc, decltype(tiles_tag)>>(s, n, tiled_only); });
+    with_tiles([&](auto tiles_tag) {
+      fill_shape<detail::tc_x_tiles<XSrc, decltype(tiles_tag)>>(s, n, tiled_only, x_tma);
+    });
     return s;
   }
 
@@ -255,6 +263,10 @@ class tc_linear_plan {
       if (s.direct)
         d += ::sdnn::detail::concat("; N = ", n, ": direct, ", s.bn, " rows x ", s.threads / 32, " warps a block; grid ",
                                     s.panels, " panels x ", s.ntiles, " n-tiles");
+      else if (s.tma)
+        d += ::sdnn::detail::concat("; N = ", n, ": tma, ", s.bm, " features x ", s.bn, " rows a block, ", s.stages,
+                                    " stages, ", s.threads, " threads, ", s.smem, " B shared; grid ", s.panels,
+                                    " block rows x ", s.ntiles, " row tiles (where X can be read through a tensor map)");
       else if (s.stream)
         d += ::sdnn::detail::concat("; N = ", n, ": stream, units ", s.bm, " x ", s.bk, ", ", s.bn, " rows x ", s.passes,
                                     " passes, ", s.threads, " threads, ", s.smem, " B shared, ", s.stages,
@@ -275,9 +287,22 @@ class tc_linear_plan {
   void run(cuda_exec exec, dense_view<T const> x, dense_view<Out> y, basic_epilogue<float> const& epi,
            workspace ws = {}) const {
     detail::check_tc_run(name(), m_, k_, x, y);
-    launch_shape const s = shape_for(x.rows);
+    bool const x_tma = reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0 && x.ld % 8 == 0;
+    launch_shape const s = shape_for(x.rows, false, x_tma);
     workspace const w = begin_run(s, x.rows, ws, exec);
     if (x.rows == 0 || m_ == 0) return;
+    if constexpr (blocks) {
+      if (s.tma) {
+        with_tma_tile([&](auto tile) {
+          using Cfg = decltype(tile);
+          kernels::tc_tma_rows_x xs{::sdnn::detail::make_tma_2d(x.data, 2, std::uint64_t(x.rows), std::uint64_t(k_),
+                                                                std::uint64_t(x.ld) * 2, Cfg::bx, 32,
+                                                                CU_TENSOR_MAP_SWIZZLE_64B)};
+          run_tma<Cfg>(s, exec, xs, x.rows, y, epi);
+        });
+        return;
+      }
+    }
     if (s.direct) {
       run_direct(s, exec, x, y, epi);
       return;
@@ -309,9 +334,31 @@ class tc_linear_plan {
     SDNN_EXPECTS_DIMS(n >= 0 && n <= std::numeric_limits<std::int32_t>::max() && y.rows == n && y.cols == m_,
                       name(), ": Y must be ", n, " x ", m_, ", got ", y.rows, " x ", y.cols);
     SDNN_EXPECTS(y.ld >= y.cols && (y.data != nullptr || n == 0), name(), ": bad Y view");
-    launch_shape const s = shape_for<XSrc>(n, true);
+    auto const geo = tma_geometry(xs, n);
+    launch_shape const s = shape_for<XSrc>(n, true, geo.encodable());
     workspace const w = begin_run(s, n, ws, exec);
     if (n == 0 || m_ == 0) return;
+    if constexpr (blocks && std::is_same_v<XSrc, kernels::tc_im2col_x<T>>) {
+      if (s.tma) {
+        with_tma_tile([&](auto tile) {
+          using Cfg = decltype(tile);
+          kernels::tc_tma_im2col_x ts{};
+          ts.map = ::sdnn::detail::make_tma_im2col_nhwc(xs.x, geo, Cfg::bx, 32, CU_TENSOR_MAP_SWIZZLE_64B);
+          ts.div_c = xs.div_c;
+          ts.div_s = xs.div_s;
+          ts.div_ow = xs.div_ow;
+          ts.div_oh = xs.div_oh;
+          ts.stride_h = xs.stride_h;
+          ts.stride_w = xs.stride_w;
+          ts.pad_h = xs.pad_h;
+          ts.pad_w = xs.pad_w;
+          ts.dil_h = xs.dil_h;
+          ts.dil_w = xs.dil_w;
+          run_tma<Cfg>(s, exec, ts, n, y, epi);
+        });
+        return;
+      }
+    }
     run_tiled(s, exec, xs, n, y, epi, w);
   }
 
@@ -394,6 +441,79 @@ class tc_linear_plan {
       fill(p);
       launch<policy::tc_tile_offsets_tiles>(s, p, exec);
     }
+  }
+
+  // The im2col operand's geometry as a tensor map sees it; encodable() is false where the TMA
+  // kernel cannot read it: an operand that is not a convolution's, unaligned, C not a multiple of
+  // 32 (a block's 32 columns must lie in one tap), or outside TMA's limits.
+  template <class XSrc>
+  ::sdnn::detail::tma_conv_geometry tma_geometry(XSrc const& xs, std::int64_t n) const {
+    ::sdnn::detail::tma_conv_geometry g;
+    if constexpr (std::is_same_v<XSrc, kernels::tc_im2col_x<T>>) {
+      std::int64_t const pixels = std::int64_t(xs.div_oh.d) * xs.div_ow.d, taps = std::int64_t(xs.div_s.d) * xs.C;
+      if (!xs.vec || xs.C % 32 != 0 || pixels == 0 || n % pixels != 0 || taps == 0 || k_ % taps != 0) return g;
+      g.batch = n / pixels;
+      g.h = xs.H;
+      g.w = xs.W;
+      g.c = xs.C;
+      g.oh = xs.div_oh.d;
+      g.ow = xs.div_ow.d;
+      g.stride_h = xs.stride_h;
+      g.stride_w = xs.stride_w;
+      g.pad_h = xs.pad_h;
+      g.pad_w = xs.pad_w;
+      g.dil_h = xs.dil_h;
+      g.dil_w = xs.dil_w;
+      g.r = static_cast<int>(k_ / taps);
+      g.s = static_cast<int>(xs.div_s.d);
+    } else {
+      (void)xs;
+      (void)n;
+    }
+    return g;
+  }
+
+  // The TMA kernel: blocks 32 wide on sm_90 and newer, forced or from the tuning table's
+  // tma_n_min on, where X can be read through a tensor map (x_tma).
+  bool tma_ok(std::int64_t n, bool x_tma) const {
+    if constexpr (!blocks) {
+      (void)n;
+      (void)x_tma;
+      return false;
+    } else {
+      if (!x_tma || bc_ != 32 || !(arch{9, 0} <= arch_) || n <= 0) return false;
+      if (shape_ == policy::tc_shape::tma) return true;
+      return shape_ == policy::tc_shape::automatic && tuning_.tma_n_min > 0 && n >= tuning_.tma_n_min;
+    }
+  }
+  template <class F>
+  void with_tma_tile(F&& f) const {
+    detail::with_block_shape(br_, 32, [&](auto BR, auto) {
+      using Tiles = policy::tc_block_tiles<decltype(BR)::value, 32>;
+      f(typename Tiles::tma{});
+    });
+  }
+  template <class Cfg, class XSrc, class Out>
+  void run_tma(launch_shape const& s, cuda_exec exec, XSrc const& xs, std::int64_t n, dense_view<Out> y,
+               basic_epilogue<float> const& epi) const {
+    auto const v = bsr_.view();
+    kernels::tc_block_tma_params<T> p{};
+    p.w = tma_w_;
+    p.row_ptr = v.row_ptr;
+    p.col_idx = v.col_idx;
+    p.y = y.data;
+    p.y_ld = y.ld;
+    p.y_pair = reinterpret_cast<std::uintptr_t>(y.data) % (2 * sizeof(Out)) == 0 && y.ld % 2 == 0;
+    p.m = m_;
+    p.n = static_cast<std::int32_t>(n);
+    p.row_blocks = s.panels;
+    p.epi = epi;
+    std::int64_t const grid = std::int64_t(s.panels) * s.ntiles;
+    SDNN_EXPECTS(grid <= std::numeric_limits<std::int32_t>::max(), name(), ": grid of ", grid, " blocks");
+    auto const kern = kernels::tc_block_tma_kernel<Cfg, T, Out, XSrc>;
+    ::sdnn::detail::allow_dynamic_smem(kern, Cfg::smem);  // here, by the launch: see core/cuda.cuh
+    kern<<<static_cast<unsigned>(grid), Cfg::threads, Cfg::smem, exec.stream>>>(p, xs);
+    SDNN_CUDA_CHECK_LAUNCH();
   }
 
   // The split counters: the same region for every N (a run with another N must find them zero).
@@ -557,6 +677,18 @@ class tc_linear_plan {
   // kernel (core/cuda.cuh says why).
   void prepare_kernels() {
     int const optin = optin_smem();
+    if constexpr (blocks) {
+      // The TMA kernel's map of the stored blocks (nnzb * br rows of 64 bytes, copied verbatim).
+      if (bc_ == 32 && nnz_ > 0 && arch{9, 0} <= arch_) {
+        with_tma_tile([&](auto tile) {
+          using Cfg = decltype(tile);
+          SDNN_EXPECTS(Cfg::smem <= optin, name(), ": the TMA kernel needs ", Cfg::smem,
+                       " bytes of shared memory per block, this GPU allows ", optin);
+          tma_w_ = ::sdnn::detail::make_tma_2d(bsr_.view().values, 2, std::uint64_t(nnz_) * std::uint64_t(br_), 32, 64,
+                                               std::uint32_t(br_), 32, CU_TENSOR_MAP_SWIZZLE_NONE);
+        });
+      }
+    }
     with_tiles([&](auto tiles_tag) {
       using Tiles = decltype(tiles_tag);
       small_slots_ = prepare<typename Tiles::small>(optin) * ::sdnn::detail::sm_count();
@@ -595,9 +727,24 @@ class tc_linear_plan {
   }
 
   template <class XTiles>
-  void fill_shape(launch_shape& s, std::int64_t n, bool tiled_only) const {
+  void fill_shape(launch_shape& s, std::int64_t n, bool tiled_only, bool x_tma) const {
     using Tiles = typename XTiles::base;
     if constexpr (blocks) {
+      if constexpr (Tiles::has_tma) {
+        if (tma_ok(n, x_tma)) {
+          using Cfg = typename Tiles::tma;
+          s.tma = true;
+          s.bm = Cfg::br;
+          s.bn = Cfg::bx;
+          s.bk = Cfg::bk;
+          s.stages = Cfg::stages;
+          s.threads = Cfg::threads;
+          s.smem = Cfg::smem;
+          s.panels = static_cast<int>((std::int64_t(m_) + Cfg::br - 1) / Cfg::br);
+          s.ntiles = static_cast<int>((n + Cfg::bx - 1) / Cfg::bx);
+          return;
+        }
+      }
       if (!tiled_only && direct_ok(n)) {
         with_direct_cfg(n, [&](auto cfg_tag) {
           using Cfg = decltype(cfg_tag);
@@ -682,6 +829,7 @@ class tc_linear_plan {
   buffer<T, device_space> dense_w_;
   block_sparse_matrix<T, device_space> bsr_;
   tile_offsets_matrix<T, device_space> tiles_;
+  CUtensorMap tma_w_{};  // blocks 32 wide on sm_90: the TMA kernel's map of the stored blocks
   buffer<unsigned char, device_space> ws_;
   ::sdnn::detail::run_streams runs_;  // the streams its buffers wait for when released (core/plan.cuh)
 };

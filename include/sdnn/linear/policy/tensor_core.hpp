@@ -60,6 +60,26 @@ struct tc_stream_tile {
   static_assert(BR * BC * 2 <= Ring, "tc_stream_tile: a unit fits the ring");
 };
 
+// The TMA block kernel's shape (linear/kernel/tc_block_tma.cuh, sm_90): a thread block owns BR
+// output features (one block row of BR x 32 blocks) and BX rows of X, read through tensor maps
+// into Stages stages of one block each; Warps warps multiply (BX / Warps rows each), one more loads.
+template <int BR_, int BX_, int Stages_, int Warps_>
+struct tc_block_tma_tile {
+  static constexpr int br = BR_, bk = 32, bx = BX_, stages = Stages_, mma_warps = Warps_;
+  static constexpr int threads = (Warps_ + 1) * 32;
+  static constexpr int warp_rows = BX_ / Warps_;
+  static constexpr int mi = warp_rows / 16, nj = BR_ / 8;  // a warp's m16 (X rows) and n8 (features) tiles
+  static constexpr int x_stage_bytes = BX_ * 64, w_stage_bytes = BR_ * 64;
+  static constexpr int stage_bytes = x_stage_bytes + w_stage_bytes;
+  static constexpr int smem = Stages_ * stage_bytes + 1024;  // + slack to align the stages to 1024 bytes
+  static_assert(BR_ == 16 || BR_ == 32 || BR_ == 64, "tc_block_tma_tile: blocks of 16, 32 or 64 rows");
+  static_assert(BX_ % (16 * Warps_) == 0 && BX_ <= 256, "tc_block_tma_tile: BX a multiple of 16 rows a warp, <= 256");
+  // The X stage must start on a 512-byte boundary for the 64-byte swizzle pattern to be the one
+  // the fragments are read with: every stage size is a multiple of 512.
+  static_assert(stage_bytes % 512 == 0, "tc_block_tma_tile: stages of whole swizzle atoms");
+  static_assert(Stages_ >= 2, "tc_block_tma_tile: at least two stages");
+};
+
 // The tile shapes compiled for each algorithm: `small` for memory-bound batches (N up to a
 // tuning entry; weights stream once, K split across blocks to fill the GPU), `large` for
 // compute-bound ones; `stream<BN>` (tile_offsets and square blocks) for batches up to the
@@ -77,6 +97,8 @@ struct tc_block_tiles {
   static constexpr bool has_stream = BR == BC;  // square blocks: compiled streaming shapes
   template <int BN>
   using stream = tc_stream_tile<BR, BC, BN>;
+  static constexpr bool has_tma = BC == 32;  // the TMA kernel reads blocks 32 columns wide
+  using tma = tc_block_tma_tile<BR, 128, 6, 4>;
 };
 struct tc_tile_offsets_tiles {
   static constexpr int tile_rows = 64, tile_cols = 64;  // the format's tile = the kernel's BM x BK
@@ -92,7 +114,7 @@ struct tc_tile_offsets_tiles {
 constexpr int tc_stream_bn(std::int64_t n) { return n <= 8 ? 8 : 32; }
 
 // Which compiled shape a plan runs (automatic: by the tuning table).
-enum class tc_shape { automatic, small, large, stream, direct };
+enum class tc_shape { automatic, small, large, stream, direct, tma };
 
 // Per-architecture tuning of the tensor-core plans, keyed as linear/policy/tuning.hpp's tables.
 struct tc_tuning {
@@ -106,6 +128,7 @@ struct tc_tuning {
   int stream_unit_cost = 0;      // bytes a unit costs beside its own when the stream schedule balances warps
   std::int64_t direct_n_max = 0;     // 32 x 32 blocks: the direct kernel (tc_block_direct.cuh) for N <= this,
   std::int64_t direct_work_max = 0;  // and beyond while the stored blocks x ceil(N / 128) is at most this
+  std::int64_t tma_n_min = 0;        // blocks 32 wide: the TMA kernel (tc_block_tma.cuh) for N >= this (0: never)
 };
 
 // sm_90: NVIDIA H100 80GB HBM3 (SXM, 132 SMs), CUDA 13.0, 2026-11-25, bench_linear_tc, 11008 x 4096,
@@ -129,9 +152,14 @@ struct tc_tuning {
 //   direct_work_max = 2048 blocks x 128-row tiles: the small layers, where the pipelined kernels'
 //     fixed cost is the whole run (1024 x 1024 at 90 %, N = 1024: 13.5 us direct, 16.0 the small
 //     tile, 19.5 the large).
-inline constexpr tc_tuning tc_tuning_sm90{{9, 0}, "NVIDIA H100 80GB HBM3 (2026-11-25)", 128, 8, 32, 0.02, 32, 192, 128, 2048};
-// sm_80 and sm_8x: nothing measured; sm_90's values.
-inline constexpr tc_tuning tc_tuning_sm80{{8, 0}, "none measured (sm_90 values)", 128, 8, 32, 0.02, 32, 192, 128, 2048};
+// 2026-11-26, bench_linear_tc --shape=tma against the automatic shapes, 32 x 32 blocks at 75/90 %,
+// W 11008x4096, 4096x11008, 8192^2, 4096^2, N 32..128 (benchmarks/results/tc_tma_n_NVIDIA-H100_2026-11-26.jsonl):
+//   tma_n_min = 33: the TMA kernel was the faster at every N of 48, 64, 96 and 128 on every shape
+//     and sparsity (11008 x 4096 at 90 %: 19.7 against 30.7 us at N = 48, 17.7 against 34.2 at
+//     128), the streaming and direct kernels at N = 32 on 6 of the 8 (17.5 against 20.8 us).
+inline constexpr tc_tuning tc_tuning_sm90{{9, 0}, "NVIDIA H100 80GB HBM3 (2026-11-26)", 128, 8, 32, 0.02, 32, 192, 128, 2048, 33};
+// sm_80 and sm_8x: nothing measured; sm_90's values (the TMA kernel needs sm_90: never there).
+inline constexpr tc_tuning tc_tuning_sm80{{8, 0}, "none measured (sm_90 values)", 128, 8, 32, 0.02, 32, 192, 128, 2048, 0};
 
 // The newest measured table not newer than `a` (a 10.0 part uses sm_90's); none below sm_80,
 // where the kernels do not run (can_implement refuses).

@@ -1,0 +1,239 @@
+// sdnn/linear/kernel/tc_block_tma.cuh - the block-sparse tensor-core kernel for many X rows (sm_90):
+//
+//   Y[N x M] = epi(X[N x K] * W^T), W in BR x 32 blocks, X as the mma A operand (rows = batch rows
+//   or a convolution's output pixels), a W block as the B operand
+//
+// A thread block owns BX rows of X and one block row of W (BR output features) and runs over that
+// row's stored blocks only. One producer thread copies each stage with the tensor memory
+// accelerator: the W block (its swizzled 16-byte pieces, verbatim, through a tensor map over the
+// stored blocks) and the X tile of the block's 32 columns (a 2-D tensor map over dense rows, or an im2col tensor map over a
+// convolution's NHWC input: tc_tma_rows_x, tc_tma_im2col_x), and hands it over through a "full"
+// shared-memory barrier; the multiplying warps (mma.sync m16n8k16, ldmatrix) hand it back through
+// an "empty" one. No K split: each output is one thread's sum in block order (deterministic).
+// Y is written from the accumulators in pairs of output features. Operand layout and the checks
+// the plan makes before a launch: linear/op/tc_linear.cuh.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cuda/ptx>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "sdnn/core/epilogue.hpp"
+#include "sdnn/core/fast_divmod.hpp"
+#include "sdnn/core/numeric.cuh"
+#include "sdnn/linear/arch/mma.cuh"
+#include "sdnn/linear/kernel/tc_stream.cuh"
+
+namespace sdnn::kernels {
+
+// X as dense rows (n x k of 16-bit values, rows 16-byte aligned): a 2-D tensor map with boxes of
+// BX rows x 32 columns, the 64-byte swizzle; rows past n and columns past k read as zeros.
+struct tc_tma_rows_x {
+  CUtensorMap map;
+};
+
+// X as a convolution's NHWC input read as its implicit im2col matrix (row = output pixel (b, oh,
+// ow), column = (r * S + s) * C + c): an im2col tensor map over the N x H x W x C input whose box
+// is BX consecutive output pixels x 32 channels, C a multiple of 32 so a block's 32 columns lie in
+// one tap. Taps read outside the image are zeros (the map's bounding box is the padding).
+struct tc_tma_im2col_x {
+  CUtensorMap map;
+  fast_divmod div_c, div_s, div_ow, div_oh;  // by C, S, OW, OH
+  std::int32_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+};
+
+template <class XSrc>
+inline constexpr bool is_tc_tma_x_v = std::is_same_v<XSrc, tc_tma_rows_x> || std::is_same_v<XSrc, tc_tma_im2col_x>;
+
+template <class T>
+struct tc_block_tma_params {
+  CUtensorMap w;                          // the stored blocks as nnzb * BR rows of 64 bytes (16-byte
+                                          // pieces swizzled: tc_swizzle16), boxes of BR rows, no swizzle
+  std::int32_t const* row_ptr = nullptr;  // [row_blocks + 1]
+  std::int32_t const* col_idx = nullptr;  // [nnzb]
+  void* y = nullptr;                      // [n x y_ld] of Out
+  std::int64_t y_ld = 0;
+  bool y_pair = false;                    // y and y_ld allow stores of two adjacent outputs
+  std::int32_t m = 0, n = 0;              // W rows (output features), X rows
+  std::int32_t row_blocks = 0;            // ceil(m / BR): unit u is block row u % row_blocks,
+                                          // X tile u / row_blocks (the block rows of a tile together)
+  basic_epilogue<float> epi{};
+};
+
+namespace tma_detail {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void wait(std::uint64_t* bar, int parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, static_cast<std::uint32_t>(parity))) {
+  }
+}
+
+// The X tile of the block whose columns start at k0, rows from x0: one tensor-map copy onto bar.
+__device__ __forceinline__ void copy_x(tc_tma_rows_x const& xs, void* dst, std::uint64_t* bar, int k0, int x0, int4) {
+  std::int32_t const c[2] = {k0, x0};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &xs.map, c, bar);
+}
+// im2col: the input pixel of output pixel x0 at tap (0, 0) (pix: w, h, b), channel k0 % C, and
+// the tap's offset within the filter's window. CCCL's cuda::ptx has no im2col copy: inline PTX.
+__device__ __forceinline__ void copy_x(tc_tma_im2col_x const& xs, void* dst, std::uint64_t* bar, int k0, int,
+                                       int4 pix) {
+  int tap = 0, c0 = 0, r = 0, s = 0;
+  xs.div_c.divmod(k0, tap, c0);
+  xs.div_s.divmod(tap, r, s);
+  auto const ow = static_cast<unsigned short>(s * xs.dil_w), oh = static_cast<unsigned short>(r * xs.dil_h);
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6], {%7, %8};\n" ::"r"(mma::smem_addr(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(&xs.map)), "r"(c0), "r"(pix.x), "r"(pix.y), "r"(pix.z),
+      "r"(mma::smem_addr(bar)), "h"(ow), "h"(oh)
+      : "memory");
+}
+#endif
+
+// The per-thread-block start of the X copies: im2col's first output pixel as input coordinates.
+template <class XSrc>
+__device__ __forceinline__ int4 x_start(XSrc const& xs, int x0) {
+  if constexpr (std::is_same_v<XSrc, tc_tma_im2col_x>) {
+    int t = 0, ow = 0, b = 0, oh = 0;
+    xs.div_ow.divmod(x0, t, ow);
+    xs.div_oh.divmod(t, b, oh);
+    return make_int4(ow * xs.stride_w - xs.pad_w, oh * xs.stride_h - xs.pad_h, b, 0);
+  } else {
+    (void)xs;
+    (void)x0;
+    return make_int4(0, 0, 0, 0);
+  }
+}
+
+template <class Out>
+__device__ __forceinline__ void store_pair(Out* dst, float v0, float v1, bool pair, bool second) {
+  if (pair && second) {
+    if constexpr (std::is_same_v<Out, float>) *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+    else *reinterpret_cast<unsigned*>(dst) = pack2_float<Out>(v0, v1);
+  } else {
+    dst[0] = value_cast<Out>(v0);
+    if (second) dst[1] = value_cast<Out>(v1);
+  }
+}
+}  // namespace tma_detail
+
+// One thread block per unit (blockIdx.x; see tc_block_tma_params for the order). Cfg:
+// policy::tc_block_tma_tile.
+template <class Cfg, class T, class Out, class XSrc>
+__global__ void __launch_bounds__(Cfg::threads) tc_block_tma_kernel(__grid_constant__ tc_block_tma_params<T> const p,
+                                                                    __grid_constant__ XSrc const xs) {
+  static_assert(is_16bit_float_v<T>, "tc_block_tma_kernel: T must be sdnn::bf16 or sdnn::fp16");
+  static_assert(is_tc_tma_x_v<XSrc>, "tc_block_tma_kernel: X through a tensor map");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int BR = Cfg::br, BX = Cfg::bx, STAGES = Cfg::stages, WARPS = Cfg::mma_warps;
+  constexpr int MI = Cfg::mi, NJ = Cfg::nj;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ std::uint64_t full[STAGES], empty[STAGES];
+  unsigned char* const smem = smem_raw + ((1024 - (mma::smem_addr(smem_raw) & 1023)) & 1023);
+  auto stage_x = [&](int s) { return smem + s * Cfg::stage_bytes; };
+  auto stage_w = [&](int s) { return smem + s * Cfg::stage_bytes + Cfg::x_stage_bytes; };
+
+  int const tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  int const unit = static_cast<int>(blockIdx.x);
+  int const rb = unit % p.row_blocks, x0 = (unit / p.row_blocks) * BX, m0 = rb * BR;
+  int const b0 = p.row_ptr[rb], nk = p.row_ptr[rb + 1] - b0;
+
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      cuda::ptx::mbarrier_init(&full[s], 1);
+      cuda::ptx::mbarrier_init(&empty[s], WARPS);
+    }
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  __syncthreads();
+
+  // Stage i lives in buffer i % STAGES; its full and empty barriers complete their (i / STAGES)-th
+  // phase when it has landed and when every multiplying warp has read it.
+  if (warp == WARPS) {
+    // The producer: stage i reuses the buffers of stage i - STAGES once that one's empty phase
+    // completed; the block's column is read one stage ahead.
+    if (lane == 0) {
+      int4 const pix = tma_detail::x_start(xs, x0);
+      int col = nk > 0 ? p.col_idx[b0] : 0;
+      for (int i = 0; i < nk; ++i) {
+        int const s = i % STAGES, next = i + 1 < nk ? p.col_idx[b0 + i + 1] : 0;
+        if (i >= STAGES) tma_detail::wait(&empty[s], (i / STAGES - 1) & 1);
+        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                             &full[s], static_cast<std::uint32_t>(Cfg::stage_bytes));
+        std::int32_t const cw[2] = {0, (b0 + i) * BR};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, stage_w(s), &p.w, cw,
+                                        &full[s]);
+        tma_detail::copy_x(xs, stage_x(s), &full[s], col * 32, x0, pix);
+        col = next;
+      }
+    }
+  } else {
+    // ldmatrix rows of this lane. A (X, m16 x k16, row-major): matrices (rows 0-7, k 0-7), (rows
+    // 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15); in the 64-byte swizzle, 16-byte chunk
+    // q of row r sits at chunk q ^ ((r / 2) % 4). B (a W block's 8 rows x 32 columns): matrix q is
+    // chunk q, so registers (0, 1) serve k16 step 0 and (2, 3) step 1; piece r * 4 + q of a block
+    // sits at tc_swizzle16 of it.
+    int const a_row = (lane & 7) + ((lane >> 3) & 1) * 8, a_half = lane >> 4;
+    int const wrow0 = warp * Cfg::warp_rows;
+    int const b_row = lane & 7, b_chunk = lane >> 3;
+    float acc[MI][NJ][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NJ; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+
+    for (int i = 0; i < nk; ++i) {
+      int const s = i % STAGES;
+      tma_detail::wait(&full[s], (i / STAGES) & 1);
+      unsigned char const* sx = stage_x(s);
+      unsigned char const* sw = stage_w(s);
+      std::uint32_t b[NJ][4];
+#pragma unroll
+      for (int j = 0; j < NJ; ++j) mma::ldmatrix_x4(b[j], sw + 16 * tc_swizzle16((8 * j + b_row) * 4 + b_chunk));
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks) {
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+          int const r = wrow0 + 16 * mi + a_row;
+          std::uint32_t a[4];
+          mma::ldmatrix_x4(a, sx + r * 64 + (((2 * ks + a_half) ^ ((r >> 1) & 3)) << 4));
+#pragma unroll
+          for (int j = 0; j < NJ; ++j) mma::mma_m16n8k16<T>(acc[mi][j], a, b[j][2 * ks], b[j][2 * ks + 1]);
+        }
+      }
+      __syncwarp();
+      if (lane == 0) cuda::ptx::mbarrier_arrive(&empty[s]);
+    }
+
+    // Epilogue: accumulator (mi, j, c) is X row x0 + wrow0 + 16 mi + lane / 4 + 8 (c / 2) and
+    // output feature m0 + 8 j + 2 (lane % 4) + c % 2.
+    Out* const y = static_cast<Out*>(p.y);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        int const row = x0 + wrow0 + 16 * mi + (lane >> 2) + 8 * h;
+        if (row >= p.n) continue;
+        Out* const yr = y + static_cast<std::int64_t>(row) * p.y_ld;
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+          int const col = m0 + 8 * j + 2 * (lane & 3);
+          if (col >= p.m) continue;
+          bool const second = col + 1 < p.m;
+          float const v0 = p.epi(acc[mi][j][2 * h], col);
+          float const v1 = second ? p.epi(acc[mi][j][2 * h + 1], col + 1) : 0.0f;
+          tma_detail::store_pair(yr + col, v0, v1, p.y_pair, second);
+        }
+      }
+  }
+#else
+  __trap();  // compiled for an architecture without tensor maps: the plan never launches it there
+#endif
+}
+
+}  // namespace sdnn::kernels
