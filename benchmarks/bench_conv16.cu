@@ -10,9 +10,10 @@
 // --reps after two warm-up runs. One JSON line per (layer, batch, type, path) (family "conv16");
 // benchmarks/plot_conv16.py draws the PNG. Options: --layers=vgg,resnet --batch=1,16,128
 // --types=fp16,bf16 --sparsity=0.75,0.9 --reps=20 --mode=layers|stack|both --blocks=64x32,32x32,16x16
-// --sdnn-dense=1 --sparse24=1 --tma=1 --commit=HASH --only=NAME (one layer, by name). --tma=1 adds
-// the channel-block rows with the TMA block kernel forced (sdnn_tc_blocks_tma; where the input or
-// the blocks do not allow it the plan runs its tiled kernels, and the row's note says which ran).
+// --sdnn-dense=1 --sparse24=1 --tma=1 --commit=HASH --only=NAME (one layer, by name). The
+// channel-block rows run the tiled kernels (sdnn_tc_blocks) and, with --tma=1, the TMA block kernel
+// forced (sdnn_tc_blocks_tma; where the input or the blocks do not allow it the plan runs its tiled
+// kernels).
 #include <cuda_runtime.h>
 
 #include <sdnn/conv/filter_removal.hpp>
@@ -318,7 +319,7 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
       auto bw = conv::channel_block_gemm_weights(s, std::as_const(pr.gemm).view(), pr.mask);
       double const actual = 1.0 - double(pr.mask.kept_count()) / double(pr.mask.blocks());
       cudnn_reference(pr.gemm);
-      sdnn_time(policy::tc_block_sparse_mma{}, bw, "sdnn_tc_blocks", st, actual, dref.data());
+      sdnn_time(policy::tc_block_sparse_mma{}, bw, "sdnn_tc_blocks", st, actual, dref.data(), policy::tc_shape::tiled);
       if (g_opt.tma && bc == 32)
         sdnn_time(policy::tc_block_sparse_mma{}, bw, "sdnn_tc_blocks_tma", st, actual, dref.data(), policy::tc_shape::tma);
       auto_time(pr.gemm, st, actual);

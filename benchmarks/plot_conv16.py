@@ -125,10 +125,11 @@ def main():
                     f"{first['commit']}\n\nSpeedup over cuDNN of the same type (same layer, batch and process; the faster of cuDNN with "
                     "bias + ReLU and its convolution alone; L2 flushed, median). asked / pruned: the sparsity asked "
                     "for and the share of channel blocks the pruning dropped (few blocks round it; 2:4 drops half); "
-                    "kernel: the sdnn block kernel (2:4: the mma.sp kernel); auto: the automatic plan (its choice); compact: cuDNN on the layer with whole "
+                    "kernel: the sdnn block kernel (2:4: the mma.sp kernel); tma: the TMA block kernel forced (runs "
+                    "with --tma=1); auto: the automatic plan (its choice); compact: cuDNN on the layer with whole "
                     "filters and input channels removed to about the same weight count.\n\n")
-            f.write("| layer | batch | type | cuDNN us | structure | asked | pruned | kernel | auto | compact |\n")
-            f.write("|---|---|---|---|---|---|---|---|---|---|\n")
+            f.write("| layer | batch | type | cuDNN us | structure | asked | pruned | kernel | tma | auto | compact |\n")
+            f.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
             for layer in layers:
                 for typ, batch in groups:
                     b = base.get((layer, batch, typ))
@@ -136,6 +137,7 @@ def main():
                         if col[0] == "dense":
                             continue
                         bl = cell(layer, batch, typ, "kernel", col)
+                        tm = cell(layer, batch, typ, "sdnn_tc_blocks_tma", col)
                         au = cell(layer, batch, typ, "automatic", col)
                         if not bl and not au:
                             continue
@@ -148,8 +150,9 @@ def main():
                         if au:
                             aus = f"{au[0]:.2f} ({chosen_tag(au[1]) if layer != 'vgg16_stack' else 'per layer'})"
                         bs = f"{b:.1f}" if b else ""
+                        tms = f"{tm[0]:.2f}" if tm else ""
                         f.write(f"| {layer} | {batch} | {typ} | {bs} | {col[0]} | {col[1]:.2f} | {pruned:.2f} | {bls} | "
-                                f"{aus} | {cs} |\n")
+                                f"{tms} | {aus} | {cs} |\n")
         print("wrote", a.md)
 
 

@@ -17,6 +17,7 @@
 #include <sdnn/linear/reference/tc_linear.hpp>
 #include <sdnn/train/op/prune_sparse24.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -182,6 +183,7 @@ TEMPLATE_TEST_CASE("tc_conv: the TMA block kernel through im2col tensor maps, od
       {conv::conv_shape::conv2d(32, 11, 13, 24, 3, 3, 1, 2, 2), 2},  // dilation 2, padding 2
       {conv::conv_shape::conv2d(64, 14, 14, 64, 3, 3, 1, 1), 5},    // 128-pixel tiles across images
       {conv::conv_shape::conv2d(32, 5, 5, 32, 5, 5, 1, 2), 1},      // 5x5, batch 1
+      {conv::conv_shape::conv2d(64, 20, 37, 64, 3, 3, 1, 0), 2},    // 3x3 unpadded, tiles across rows and images
   };
   unsigned seed = 71;
   for (auto const& l : layers) {
@@ -194,6 +196,12 @@ TEMPLATE_TEST_CASE("tc_conv: the TMA block kernel through im2col tensor maps, od
     check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, w64, seed++, true, 16, 32, 0, policy::tc_shape::tma);
     // An input no tensor map can read (not 16-byte aligned): the tiled kernels, the same answer.
     check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, wb, seed++, true, 32, 32, 1, policy::tc_shape::tma);
+    // A kept channel block whose centre tap is zero (not stored): the other taps' blocks alone.
+    dense_matrix<T> wz(wb.rows(), wb.cols());
+    std::copy(wb.values().begin(), wb.values().end(), wz.values().begin());
+    for (int k = 0; k < l.s.K; ++k)
+      for (int c = 0; c < l.s.C; ++c) wz(k, std::int64_t(l.s.R * l.s.S / 2) * l.s.C + c) = T(0.f);
+    check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, wz, seed++, true, 32, 32, 0, policy::tc_shape::tma);
   }
 }
 

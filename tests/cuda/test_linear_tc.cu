@@ -222,7 +222,7 @@ TEMPLATE_TEST_CASE("tc_linear: every block shape, both tile shapes, tails, unali
       auto const dw = random_matrix<T>(150, 230, unsigned(br + bc));
       auto w = train::prune_blocks_l2(dw.view(), br, bc, 0.5);
       for (auto shape : {policy::tc_shape::small, policy::tc_shape::large, policy::tc_shape::stream,
-                         policy::tc_shape::direct}) {  // direct: 32 x 32 only, the others fall back
+                         policy::tc_shape::direct, policy::tc_shape::tiled}) {  // direct: 32 x 32 only, the others fall back
         run_options o;
         o.shape = shape;
         check_policy<policy::tc_block_sparse_mma, T, float>(w, 37, unsigned(br * bc), o, br, bc,

@@ -315,7 +315,8 @@ class conv16_auto_plan {
       case conv16_path::tc_blocks16: {
         int const br = p == conv16_path::tc_blocks64x32 ? 64 : p == conv16_path::tc_blocks32 ? 32 : 16;
         int const bc = p == conv16_path::tc_blocks16 ? 16 : 32;
-        blocks_ = std::make_unique<tc_conv_plan<policy::tc_block_sparse_mma, T>>(s_, block_sparse_from_dense(w, br, bc), own);
+        blocks_ = std::make_unique<tc_conv_plan<policy::tc_block_sparse_mma, T>>(
+            s_, block_sparse_from_dense(w, br, bc), own, plan_options{}, policy::tc_shape::tiled);
         break;
       }
       case conv16_path::tc_blocks64x32_tma:

@@ -113,8 +113,9 @@ struct tc_tile_offsets_tiles {
 // ceil(N / 32) passes).
 constexpr int tc_stream_bn(std::int64_t n) { return n <= 8 ? 8 : 32; }
 
-// Which compiled shape a plan runs (automatic: by the tuning table).
-enum class tc_shape { automatic, small, large, stream, direct, tma };
+// Which compiled shape a plan runs (automatic: by the tuning table; tiled: the small or large tile
+// by the tuning table, never the streaming, direct or TMA kernels).
+enum class tc_shape { automatic, small, large, stream, direct, tma, tiled };
 
 // Per-architecture tuning of the tensor-core plans, keyed as linear/policy/tuning.hpp's tables.
 struct tc_tuning {
