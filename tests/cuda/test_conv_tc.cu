@@ -134,15 +134,17 @@ dense_matrix<T> random_filter24(conv::conv_shape const& s, unsigned seed) {
   return to_dense(ops::prune_sparse24(w.view()));
 }
 
+// A layer of the shape lists below and its batch.
+struct layer {
+  conv::conv_shape s;
+  std::int64_t batch;
+};
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("tc_conv: every weight format against the im2col reference, odd shapes", "[cuda][tc_conv]", bf16,
                    fp16) {
   using T = TestType;
-  struct layer {
-    conv::conv_shape s;
-    std::int64_t batch;
-  };
   std::vector<layer> const layers = {
       {conv::conv_shape::conv2d(32, 9, 7, 40, 3, 3, 1, 1), 3},     // 3x3 pad 1, K not a tile multiple, odd H and W
       {conv::conv_shape::conv2d(64, 12, 10, 64, 3, 3, 2, 0), 1},   // stride 2, no padding
@@ -170,10 +172,6 @@ TEMPLATE_TEST_CASE("tc_conv: every weight format against the im2col reference, o
 TEMPLATE_TEST_CASE("tc_conv: the TMA block kernel through im2col tensor maps, odd shapes", "[cuda][tc_conv][tma]", bf16,
                    fp16) {
   using T = TestType;
-  struct layer {
-    conv::conv_shape s;
-    std::int64_t batch;
-  };
   // C a multiple of 32 (a block's 32 columns in one tap), the rest as odd as the tiled cases.
   std::vector<layer> const layers = {
       {conv::conv_shape::conv2d(32, 9, 7, 40, 3, 3, 1, 1), 3},      // 3x3 pad 1, K not a block multiple, odd H and W

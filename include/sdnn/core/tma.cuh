@@ -25,15 +25,22 @@ using tma_encode_im2col_fn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuu
                                           cuuint32_t const*, CUtensorMapInterleave, CUtensorMapSwizzle,
                                           CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
+// The driver's entry point `name` as a Fn, looked up once through the runtime.
+template <class Fn>
+Fn tma_driver_entry(char const* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  SDNN_CUDA_CHECK(cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q));
+  SDNN_EXPECTS(q == cudaDriverEntryPointSuccess && p != nullptr, "tma: the driver has no ", name,
+               " (needs a CUDA 12 driver)");
+  return reinterpret_cast<Fn>(p);
+}
 inline tma_encode_tiled_fn tma_encoder() {
-  static tma_encode_tiled_fn const fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    SDNN_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
-    SDNN_EXPECTS(q == cudaDriverEntryPointSuccess && p != nullptr,
-                 "tma: the driver has no cuTensorMapEncodeTiled (needs a CUDA 12 driver)");
-    return reinterpret_cast<tma_encode_tiled_fn>(p);
-  }();
+  static tma_encode_tiled_fn const fn = tma_driver_entry<tma_encode_tiled_fn>("cuTensorMapEncodeTiled");
+  return fn;
+}
+inline tma_encode_im2col_fn tma_im2col_encoder() {
+  static tma_encode_im2col_fn const fn = tma_driver_entry<tma_encode_im2col_fn>("cuTensorMapEncodeIm2col");
   return fn;
 }
 
@@ -58,18 +65,6 @@ inline CUtensorMap make_tma_2d(void const* base, int elem_bytes, std::uint64_t r
   SDNN_EXPECTS(r == CUDA_SUCCESS, "tma: cuTensorMapEncodeTiled failed (error ", static_cast<int>(r), ") for a ", rows,
                " x ", cols, " array, box ", box_rows, " x ", box_cols);
   return map;
-}
-
-inline tma_encode_im2col_fn tma_im2col_encoder() {
-  static tma_encode_im2col_fn const fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    SDNN_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeIm2col", &p, 12000, cudaEnableDefault, &q));
-    SDNN_EXPECTS(q == cudaDriverEntryPointSuccess && p != nullptr,
-                 "tma: the driver has no cuTensorMapEncodeIm2col (needs a CUDA 12 driver)");
-    return reinterpret_cast<tma_encode_im2col_fn>(p);
-  }();
-  return fn;
 }
 
 // A convolution's geometry as an im2col tensor map sees it: the input (batch x h x w x c, 16-bit,
