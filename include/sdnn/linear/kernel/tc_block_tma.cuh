@@ -6,12 +6,12 @@
 // A thread block owns BX rows of X and one block row of W (BR output features) and runs over that
 // row's stored blocks only. One producer thread copies each stage with the tensor memory
 // accelerator: the W block (its swizzled 16-byte pieces, verbatim, through a tensor map over the
-// stored blocks) and the X tile of the block's 32 columns (a 2-D tensor map over dense rows, or an im2col tensor map over a
-// convolution's NHWC input: tc_tma_rows_x, tc_tma_im2col_x), and hands it over through a "full"
-// shared-memory barrier; the multiplying warps (mma.sync m16n8k16, ldmatrix) hand it back through
-// an "empty" one. No K split: each output is one thread's sum in block order (deterministic).
-// Y is written from the accumulators in pairs of output features. Operand layout and the checks
-// the plan makes before a launch: linear/op/tc_linear.cuh.
+// stored blocks) and the X tile of the block's 32 columns (a 2-D tensor map over dense rows, or an
+// im2col tensor map over a convolution's NHWC input: tc_tma_rows_x, tc_tma_im2col_x), and hands it
+// over through a "full" shared-memory barrier; the multiplying warps (mma.sync m16n8k16, ldmatrix)
+// hand it back through an "empty" one. No K split: each output is one thread's sum in block order
+// (deterministic). Y is written from the accumulators in pairs of output features. Operand layout
+// and the checks the plan makes before a launch: linear/op/tc_linear.cuh.
 #pragma once
 
 #include <cuda.h>
