@@ -308,6 +308,19 @@ TEMPLATE_TEST_CASE("tc_linear: the TMA block kernel, every block height, tails, 
   on.expect_tma = hopper ? 1 : 0;
   check_against_reference<policy::tc_block_sparse_mma, T, float>(make_tc_weights<policy::tc_block_sparse_mma>(wn, 32, 32),
                                                                  90, 104, xn, on, "tma NaN and Inf");
+  // The largest and smallest normal weights: outputs at the edge of T, and past it (an infinity).
+  float const big = std::is_same_v<T, bf16> ? 3.3895314e38f : 65504.f;
+  float const tiny = std::is_same_v<T, bf16> ? 1.17549435e-38f : 6.1035156e-05f;
+  dense_matrix<T> e(40, 48);
+  for (auto& v : e.values()) v = T(0.f);
+  e(0, 0) = T(big);
+  e(1, 1) = T(-big);
+  e(2, 2) = T(tiny);
+  e(3, 3) = T(tiny);
+  e(3, 4) = T(big);
+  auto xe = random_matrix<T>(6, 48, 37, 0.5f, 1.f);
+  check_against_reference<policy::tc_block_sparse_mma, T, T>(make_tc_weights<policy::tc_block_sparse_mma>(e, 32, 32), 40,
+                                                             48, xe, on, "tma extreme values");
 }
 
 TEMPLATE_TEST_CASE("tc_linear: empty rows, empty and full blocks, zero matrix, extreme values, NaN and Inf",
