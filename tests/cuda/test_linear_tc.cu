@@ -169,6 +169,34 @@ void check_policy(dense_matrix<T> const& w, std::int64_t n, unsigned seed, run_o
   check_against_reference<Policy, T, Out>(wt, w.rows(), w.cols(), x, o, what);
 }
 
+// W 257 x k, 95 % sparse, with rows 0..63 empty and a fully dense 64 x 64 block at (128, 64).
+template <class T>
+dense_matrix<T> empty_rows_full_block(std::int64_t k, unsigned seed, unsigned full_seed) {
+  auto w = pruned<T>(257, k, 0.95, seed);
+  for (std::int64_t i = 0; i < 64; ++i)
+    for (std::int64_t j = 0; j < k; ++j) w(i, j) = T(0.f);
+  auto full = random_matrix<T>(64, 64, full_seed);
+  for (std::int64_t i = 0; i < 64; ++i)
+    for (std::int64_t j = 0; j < 64; ++j) w(128 + i, 64 + j) = full(i, j);
+  return w;
+}
+
+// W 40 x 48 holding T's largest and smallest normal values (+-big on the diagonal, tiny twice,
+// big beside a tiny): outputs at the edge of T, and past it.
+template <class T>
+dense_matrix<T> extreme_weights() {
+  float const big = std::is_same_v<T, bf16> ? 3.3895314e38f : 65504.f;
+  float const tiny = std::is_same_v<T, bf16> ? 1.17549435e-38f : 6.1035156e-05f;
+  dense_matrix<T> e(40, 48);
+  for (auto& v : e.values()) v = T(0.f);
+  e(0, 0) = T(big);
+  e(1, 1) = T(-big);
+  e(2, 2) = T(tiny);
+  e(3, 3) = T(tiny);
+  e(3, 4) = T(big);
+  return e;
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("tc_linear: every policy against the reference at odd sizes", "[cuda][tc][big]", bf16, fp16) {
@@ -284,12 +312,7 @@ TEMPLATE_TEST_CASE("tc_linear: the TMA block kernel, every block height, tails, 
     check_policy<policy::tc_block_sparse_mma, T, T>(w, 140, 4u, o, 32, 64, "tma refused: 64 wide");
   }
   // Empty block rows (nothing to load: Y = epi(0)), a full block, an all-zero W, NaN and Inf in X.
-  auto w = pruned<T>(257, 320, 0.95, 31);
-  for (std::int64_t i = 0; i < 64; ++i)
-    for (std::int64_t j = 0; j < 320; ++j) w(i, j) = T(0.f);
-  auto full = random_matrix<T>(64, 64, 32);
-  for (std::int64_t i = 0; i < 64; ++i)
-    for (std::int64_t j = 0; j < 64; ++j) w(128 + i, 64 + j) = full(i, j);
+  auto const w = empty_rows_full_block<T>(320, 31, 32);
   run_options o;
   o.shape = policy::tc_shape::tma;
   o.bias = true;
@@ -309,15 +332,7 @@ TEMPLATE_TEST_CASE("tc_linear: the TMA block kernel, every block height, tails, 
   check_against_reference<policy::tc_block_sparse_mma, T, float>(make_tc_weights<policy::tc_block_sparse_mma>(wn, 32, 32),
                                                                  90, 104, xn, on, "tma NaN and Inf");
   // The largest and smallest normal weights: outputs at the edge of T, and past it (an infinity).
-  float const big = std::is_same_v<T, bf16> ? 3.3895314e38f : 65504.f;
-  float const tiny = std::is_same_v<T, bf16> ? 1.17549435e-38f : 6.1035156e-05f;
-  dense_matrix<T> e(40, 48);
-  for (auto& v : e.values()) v = T(0.f);
-  e(0, 0) = T(big);
-  e(1, 1) = T(-big);
-  e(2, 2) = T(tiny);
-  e(3, 3) = T(tiny);
-  e(3, 4) = T(big);
+  auto const e = extreme_weights<T>();
   auto xe = random_matrix<T>(6, 48, 37, 0.5f, 1.f);
   check_against_reference<policy::tc_block_sparse_mma, T, T>(make_tc_weights<policy::tc_block_sparse_mma>(e, 32, 32), 40,
                                                              48, xe, on, "tma extreme values");
@@ -328,12 +343,7 @@ TEMPLATE_TEST_CASE("tc_linear: empty rows, empty and full blocks, zero matrix, e
   SDNN_REQUIRE_DEVICE();
   using T = TestType;
   // Rows 0..63 empty, a fully dense 64 x 64 block, the rest 95 % sparse.
-  auto w = pruned<T>(257, 300, 0.95, 21);
-  for (std::int64_t i = 0; i < 64; ++i)
-    for (std::int64_t j = 0; j < 300; ++j) w(i, j) = T(0.f);
-  auto full = random_matrix<T>(64, 64, 22);
-  for (std::int64_t i = 0; i < 64; ++i)
-    for (std::int64_t j = 0; j < 64; ++j) w(128 + i, 64 + j) = full(i, j);
+  auto const w = empty_rows_full_block<T>(300, 21, 22);
   run_options ob;
   ob.bias = true;  // empty rows give the bias
   check_policy<policy::tc_tile_offsets_mma, T, T>(w, 19, 23, ob, 32, 32, "empty rows, full tile");
@@ -346,15 +356,7 @@ TEMPLATE_TEST_CASE("tc_linear: empty rows, empty and full blocks, zero matrix, e
   check_policy<policy::tc_block_sparse_mma, T, float>(z, 7, 26, ob, 16, 16, "zero W (blocks)");
 
   // Largest and smallest normal weights: products within float range, outputs at the edge of T.
-  float const big = std::is_same_v<T, bf16> ? 3.3895314e38f : 65504.f;
-  float const tiny = std::is_same_v<T, bf16> ? 1.17549435e-38f : 6.1035156e-05f;
-  dense_matrix<T> e(40, 48);
-  for (auto& v : e.values()) v = T(0.f);
-  e(0, 0) = T(big);
-  e(1, 1) = T(-big);
-  e(2, 2) = T(tiny);
-  e(3, 3) = T(tiny);
-  e(3, 4) = T(big);
+  auto const e = extreme_weights<T>();
   auto xe = random_matrix<T>(6, 48, 27, 0.5f, 1.f);
   check_against_reference<policy::tc_tile_offsets_mma, T, T>(make_tc_weights<policy::tc_tile_offsets_mma>(e), 40, 48, xe);
   check_against_reference<policy::tc_block_sparse_mma, T, float>(make_tc_weights<policy::tc_block_sparse_mma>(e, 16, 16), 40,
