@@ -12,6 +12,7 @@
 #include <sdnn/linear/reference/tc_linear.hpp>
 #include <sdnn/train/op/prune_structured.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -64,6 +65,7 @@ struct run_options {
   policy::tc_shape shape = policy::tc_shape::automatic;
   int x_offset = 0;   // elements: X starts this far into its buffer (0: 16-byte aligned)
   std::int64_t ldx_pad = 0;
+  std::int64_t ldy_pad = 0;  // Y's row pitch is M + ldy_pad (the padding must stay untouched)
   bool bias = false, relu = false, cap = false;
   bool caller_workspace = false;
   int expect_tma = -1;  // 1 / 0: the plan must / must not describe the run as the TMA kernel's
@@ -101,12 +103,24 @@ std::vector<Out> check_against_reference(W const& w, std::int64_t m, std::int64_
   workspace wsv{};
   if (o.caller_workspace) wsv = {ws.data(), ws.size()};
 
-  buffer<Out, device_space> dy(std::size_t(std::max<std::int64_t>(n * m, 1)), ex);
+  std::int64_t const ldy = m + o.ldy_pad;
+  buffer<Out, device_space> dy(std::size_t(std::max<std::int64_t>(n * ldy, 1)), ex);
   SDNN_CUDA_CHECK(cudaMemsetAsync(dy.data(), 0xff, dy.size() * sizeof(Out), ex.stream));  // NaN in every type
   dense_view<T const> xv{n, k, ldx, dx.data() + o.x_offset};
-  dense_view<Out> yv{n, m, m, dy.data()};
+  dense_view<Out> yv{n, m, ldy, dy.data()};
   plan.run(ex, xv, yv, epi, wsv);
-  auto y = download(dy.data(), std::size_t(n * m), ex);
+  auto const y_padded = download(dy.data(), std::size_t(n * ldy), ex);
+  std::vector<Out> y(std::size_t(n * m));
+  std::int64_t pad_written = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::copy_n(y_padded.begin() + i * ldy, m, y.begin() + i * m);
+    for (std::int64_t j = m; j < ldy; ++j) {
+      unsigned char b[sizeof(Out)];
+      std::memcpy(b, &y_padded[std::size_t(i * ldy + j)], sizeof(Out));
+      pad_written += std::count(b, b + sizeof(Out), static_cast<unsigned char>(0xff)) != int(sizeof(Out));
+    }
+  }
+  CHECK(pad_written == 0);
   INFO(plan.describe(n));
   if (o.expect_tma >= 0) CHECK(has(plan.describe(n), ": tma,") == (o.expect_tma == 1));
 
@@ -156,8 +170,8 @@ std::vector<Out> check_against_reference(W const& w, std::int64_t m, std::int64_
 
   // The same run again: identical bits.
   plan.run(ex, xv, yv, epi, wsv);
-  auto y2 = download(dy.data(), std::size_t(n * m), ex);
-  CHECK(std::memcmp(y.data(), y2.data(), y.size() * sizeof(Out)) == 0);
+  auto y2 = download(dy.data(), std::size_t(n * ldy), ex);
+  CHECK(std::memcmp(y_padded.data(), y2.data(), y2.size() * sizeof(Out)) == 0);
   return y;
 }
 
@@ -294,6 +308,16 @@ TEMPLATE_TEST_CASE("tc_linear: the TMA block kernel, every block height, tails, 
       check_policy<policy::tc_block_sparse_mma, T, T>(w, n, unsigned(br + n), o, br, 32, "tma " + std::to_string(br));
       o.bias = o.relu = o.cap = true;
       check_policy<policy::tc_block_sparse_mma, T, float>(w, n, unsigned(br + n + 1), o, br, 32, "tma epilogue");
+    }
+    // Y with a row pitch of 160 (16-byte rows: the last piece of a row is partial) and 157 (none).
+    for (std::int64_t pad : {10, 7}) {
+      run_options o;
+      o.shape = policy::tc_shape::tma;
+      o.expect_tma = hopper ? 1 : 0;
+      o.ldy_pad = pad;
+      o.bias = true;
+      check_policy<policy::tc_block_sparse_mma, T, T>(w, 131, unsigned(br + pad), o, br, 32, "tma padded Y");
+      check_policy<policy::tc_block_sparse_mma, T, float>(w, 131, unsigned(br + pad + 1), o, br, 32, "tma padded Y");
     }
     // X that no tensor map can read (not 16-byte aligned, a row pitch of 233): the tiled kernels
     // run (describe(n) cannot know X, so only the answer is checked).

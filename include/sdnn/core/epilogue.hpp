@@ -32,19 +32,33 @@ struct basic_epilogue {
   std::int64_t bias_count = -1;
 
   SDNN_HOST_DEVICE Acc operator()(Acc acc, std::int64_t col) const {
-    if (bias_on_zero || acc != Acc(0)) {
-      if (bias) acc += bias[col];
-      acc += bias_scalar;
-    }
-    if (relu && acc < Acc(0)) acc = Acc(0);
-    if (has_cap && acc > cap) acc = cap;
-    return acc;
+    return finish(acc, [&] { return bias[col]; });
+  }
+  // The same in two steps, for kernels that read a column's bias once for many rows:
+  // apply(acc, bias_at(col)) == (*this)(acc, col), bit for bit.
+  SDNN_HOST_DEVICE Acc bias_at(std::int64_t col) const { return bias ? bias[col] : Acc(0); }
+  SDNN_HOST_DEVICE Acc apply(Acc acc, Acc col_bias) const {
+    return finish(acc, [&] { return col_bias; });
   }
   // True when f(0) == 0 for every column, so all-zero input rows give all-zero outputs
   // and kernels may skip them entirely: no bias reaches a zero product, and no negative cap
   // (f(0) = cap < 0).
   SDNN_HOST_DEVICE bool zero_preserving() const {
     return (!bias_on_zero || (bias == nullptr && bias_scalar == Acc(0))) && !(has_cap && cap < Acc(0));
+  }
+
+ private:
+  // The bias reaches a column only where bias_on_zero or the product is non-zero: column_bias()
+  // (bias[col]) is evaluated only then.
+  template <class ColumnBias>
+  SDNN_HOST_DEVICE Acc finish(Acc acc, ColumnBias&& column_bias) const {
+    if (bias_on_zero || acc != Acc(0)) {
+      if (bias) acc += column_bias();
+      acc += bias_scalar;
+    }
+    if (relu && acc < Acc(0)) acc = Acc(0);
+    if (has_cap && acc > cap) acc = cap;
+    return acc;
   }
 };
 

@@ -10,7 +10,7 @@
 // im2col tensor map over a convolution's NHWC input: tc_tma_rows_x, tc_tma_im2col_x), and hands it
 // over through a "full" shared-memory barrier; the multiplying warps (mma.sync m16n8k16, ldmatrix)
 // hand it back through an "empty" one. No K split: each output is one thread's sum in block order
-// (deterministic). Y is written from the accumulators in pairs of output features. Operand layout
+// (deterministic). Y leaves through shared memory in 16-byte pieces. Operand layout
 // and the checks the plan makes before a launch: linear/op/tc_linear.cuh.
 #pragma once
 
@@ -57,7 +57,7 @@ struct tc_block_tma_params {
   std::int32_t const* col_idx = nullptr;  // [nnzb]
   void* y = nullptr;                      // [n x y_ld] of Out
   std::int64_t y_ld = 0;
-  bool y_pair = false;                    // y and y_ld allow stores of two adjacent outputs
+  bool y_vec = false;                     // y and y_ld * sizeof(Out) are multiples of 16 bytes
   std::int32_t m = 0, n = 0;              // W rows (output features), X rows
   std::int32_t row_blocks = 0;            // ceil(m / BR): unit u is block row u % row_blocks,
                                           // X tile u / row_blocks (the block rows of a tile together)
@@ -108,15 +108,10 @@ __device__ __forceinline__ int4 x_start(XSrc const& xs, int x0) {
   }
 }
 
-template <class Out>
-__device__ __forceinline__ void store_pair(Out* dst, float v0, float v1, bool pair, bool second) {
-  if (pair && second) {
-    if constexpr (std::is_same_v<Out, float>) *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-    else *reinterpret_cast<unsigned*>(dst) = pack2_float<Out>(v0, v1);
-  } else {
-    dst[0] = value_cast<Out>(v0);
-    if (second) dst[1] = value_cast<Out>(v1);
-  }
+// The multiplying warps (warps 0 .. Warps - 1) meet at named barrier 1; the producer warp never does.
+template <int Warps>
+__device__ __forceinline__ void sync_mma_warps() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(Warps * 32) : "memory");
 }
 }  // namespace tma_detail
 
@@ -211,25 +206,51 @@ __global__ void __launch_bounds__(Cfg::threads) tc_block_tma_kernel(__grid_const
     }
 
     // Epilogue: accumulator (mi, j, c) is X row x0 + wrow0 + 16 mi + lane / 4 + 8 (c / 2) and
-    // output feature m0 + 8 j + 2 (lane % 4) + c % 2.
-    Out* const y = static_cast<Out*>(p.y);
+    // output feature m0 + 8 j + 2 (lane % 4) + c % 2. The epilogue runs on the accumulators (this
+    // lane's biases read once), the warp's rows go through shared memory as Out, and leave in
+    // 16-byte pieces. The stages are free once every multiplying warp has left the main loop (all
+    // copies landed: each warp waited on every stage's full barrier).
+    float col_bias[NJ][2];
+#pragma unroll
+    for (int j = 0; j < NJ; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        int const col = m0 + 8 * j + 2 * (lane & 3) + e;
+        col_bias[j][e] = col < p.m ? p.epi.bias_at(col) : 0.0f;
+      }
+    tma_detail::sync_mma_warps<WARPS>();
+    constexpr int PITCH = Cfg::template out_pitch<Out>;
+    unsigned char* const sy = smem + wrow0 * PITCH;
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        int const row = x0 + wrow0 + 16 * mi + (lane >> 2) + 8 * h;
-        if (row >= p.n) continue;
-        Out* const yr = y + static_cast<std::int64_t>(row) * p.y_ld;
+        unsigned char* const syr = sy + (16 * mi + (lane >> 2) + 8 * h) * PITCH;
 #pragma unroll
         for (int j = 0; j < NJ; ++j) {
-          int const col = m0 + 8 * j + 2 * (lane & 3);
-          if (col >= p.m) continue;
-          bool const second = col + 1 < p.m;
-          float const v0 = p.epi(acc[mi][j][2 * h], col);
-          float const v1 = second ? p.epi(acc[mi][j][2 * h + 1], col + 1) : 0.0f;
-          tma_detail::store_pair(yr + col, v0, v1, p.y_pair, second);
+          float const v0 = p.epi.apply(acc[mi][j][2 * h], col_bias[j][0]);
+          float const v1 = p.epi.apply(acc[mi][j][2 * h + 1], col_bias[j][1]);
+          int const at = (8 * j + 2 * (lane & 3)) * static_cast<int>(sizeof(Out));
+          if constexpr (std::is_same_v<Out, float>) *reinterpret_cast<float2*>(syr + at) = make_float2(v0, v1);
+          else *reinterpret_cast<unsigned*>(syr + at) = pack2_float<Out>(v0, v1);
         }
       }
+    __syncwarp();
+    constexpr int PER = 16 / static_cast<int>(sizeof(Out)), PIECES = BR / PER;  // a row's 16-byte pieces
+    Out* const y = static_cast<Out*>(p.y);
+#pragma unroll
+    for (int q = lane; q < Cfg::warp_rows * PIECES; q += 32) {
+      int const r = q / PIECES, c = (q % PIECES) * PER, row = x0 + wrow0 + r, col = m0 + c;
+      if (row >= p.n || col >= p.m) continue;
+      unsigned char const* const src = sy + r * PITCH + c * static_cast<int>(sizeof(Out));
+      Out* const dst = y + static_cast<std::int64_t>(row) * p.y_ld + col;
+      if (p.y_vec && col + PER <= p.m) {
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<uint4 const*>(src);
+      } else {
+        Out const* const v = reinterpret_cast<Out const*>(src);
+        for (int e = 0; e < PER && col + e < p.m; ++e) dst[e] = v[e];
+      }
+    }
   }
 #else
   __trap();  // compiled for an architecture without tensor maps: the plan never launches it there
