@@ -10,6 +10,8 @@
 #include <sdnn/linear/policy/automatic.hpp>
 #include <sdnn/sdnn.hpp>
 
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,33 @@ TEST_CASE("reference epilogues: bias per column, ReLU, cap, Graph Challenge rule
   ops::spmm(host_exec{}, policy::csr_row_split<>{}, a.view(), b.view(), g.view(), epilogue_capped_relu<float>(-10.f, 3.f));
   // bias only on nonzero products: row 1 stays 0.
   REQUIRE(values(g) == std::vector<float>{1, 3, 0, 0, 0, 2});
+}
+
+// Kernels that read a column's bias once (the TMA block kernel) call bias_at and apply; the result
+// must be the one-step call's, bit for bit, in every configuration and on zeros, NaN and infinities.
+TEST_CASE("the epilogue in two steps (bias_at, apply) gives the one-step call's bits", "[ops][reference][epilogue]") {
+  float const inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  float const bias[3] = {-0.0f, 1.5f, -3e38f};
+  float const accs[] = {0.0f, -0.0f, 1.0f, -2.5f, 3e38f, -3e38f, inf, -inf, nan, 1e-45f};
+  int checked = 0;
+  for (float const* b : {static_cast<float const*>(nullptr), bias})
+    for (float scalar : {0.0f, -0.0f, 2.0f})
+      for (bool on_zero : {true, false})
+        for (bool relu : {false, true})
+          for (bool has_cap : {false, true}) {
+            basic_epilogue<float> e;
+            e.bias = b, e.bias_scalar = scalar, e.bias_on_zero = on_zero, e.relu = relu, e.has_cap = has_cap;
+            e.cap = 2.5f;
+            for (std::int64_t col = 0; col < 3; ++col)
+              for (float acc : accs) {
+                float const one = e(acc, col), two = e.apply(acc, e.bias_at(col));
+                INFO("bias " << (b ? "set" : "none") << " scalar " << scalar << " on_zero " << on_zero << " relu " << relu
+                             << " cap " << has_cap << " col " << col << " acc " << acc);
+                CHECK(std::memcmp(&one, &two, sizeof(float)) == 0);
+                ++checked;
+              }
+          }
+  REQUIRE(checked == 2 * 3 * 2 * 2 * 2 * 3 * 10);
 }
 
 TEST_CASE("reference gemm and dense x sparse agree with spmm", "[ops][reference]") {
