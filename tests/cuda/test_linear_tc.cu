@@ -309,7 +309,8 @@ TEMPLATE_TEST_CASE("tc_linear: the TMA block kernel, every block height, tails, 
       o.bias = o.relu = o.cap = true;
       check_policy<policy::tc_block_sparse_mma, T, float>(w, n, unsigned(br + n + 1), o, br, 32, "tma epilogue");
     }
-    // Y with a row pitch of 160 (16-byte rows: the last piece of a row is partial) and 157 (none).
+    // Y with a row pitch of 160 (16-byte stores; a row's last piece is partial) and of 157 (no
+    // 16-byte store: element by element); the padding must stay untouched.
     for (std::int64_t pad : {10, 7}) {
       run_options o;
       o.shape = policy::tc_shape::tma;
