@@ -27,6 +27,7 @@
 #include "sdnn/core/config.hpp"
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/linear/arch/mma_sp.cuh"
+#include "sdnn/linear/arch/staged_store.cuh"
 #include "sdnn/linear/arch/tc_x_operand.cuh"
 
 namespace sdnn::kernels {
@@ -448,20 +449,8 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
           sy[nl * Y_PITCH + ml] = sp_detail::from_float<Out>(gm < p.m ? p.epi(acc[i][j][c], gm) : 0.0f);
         }
   __syncthreads();
-  constexpr int VEC = 16 / int(sizeof(Out)), ROW_CHUNKS = BM / VEC;
-  bool const vec_ok = p.y_ld % VEC == 0 && (reinterpret_cast<std::uintptr_t>(p.y) & 15) == 0;
-  Out* const ys = static_cast<Out*>(p.y);
-  for (int c = tid; c < BN * ROW_CHUNKS; c += THREADS) {
-    int const nl = c / ROW_CHUNKS, q = c % ROW_CHUNKS, gn = n0 + nl, gm = m0 + q * VEC;
-    if (gn >= p.n || gm >= p.m) continue;
-    Out* const dst = ys + static_cast<std::int64_t>(gn) * p.y_ld + gm;
-    Out const* const src = sy + nl * Y_PITCH + q * VEC;
-    if (vec_ok && gm + VEC <= p.m) {
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<uint4 const*>(src);
-    } else {
-      for (int e = 0; e < VEC && gm + e < p.m; ++e) dst[e] = src[e];
-    }
-  }
+  bool const vec_ok = p.y_ld % (16 / int(sizeof(Out))) == 0 && (reinterpret_cast<std::uintptr_t>(p.y) & 15) == 0;
+  store_staged_rows<BN, BM>(sy, Y_PITCH, static_cast<Out*>(p.y), p.y_ld, n0, m0, p.n, p.m, vec_ok, tid, THREADS);
 }
 
 }  // namespace sdnn::kernels

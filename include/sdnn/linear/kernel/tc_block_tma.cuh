@@ -26,6 +26,7 @@
 #include "sdnn/core/fast_divmod.hpp"
 #include "sdnn/core/numeric.cuh"
 #include "sdnn/linear/arch/mma.cuh"
+#include "sdnn/linear/arch/staged_store.cuh"
 #include "sdnn/linear/kernel/tc_stream.cuh"
 
 namespace sdnn::kernels {
@@ -219,38 +220,25 @@ __global__ void __launch_bounds__(Cfg::threads) tc_block_tma_kernel(__grid_const
         col_bias[j][e] = col < p.m ? p.epi.bias_at(col) : 0.0f;
       }
     tma_detail::sync_mma_warps<WARPS>();
-    constexpr int PITCH = Cfg::template out_pitch<Out>;
-    unsigned char* const sy = smem + wrow0 * PITCH;
+    constexpr int PITCH = Cfg::out_pitch;
+    Out* const sy = reinterpret_cast<Out*>(smem) + wrow0 * PITCH;
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        unsigned char* const syr = sy + (16 * mi + (lane >> 2) + 8 * h) * PITCH;
+        Out* const syr = sy + (16 * mi + (lane >> 2) + 8 * h) * PITCH;
 #pragma unroll
         for (int j = 0; j < NJ; ++j) {
           float const v0 = p.epi.apply(acc[mi][j][2 * h], col_bias[j][0]);
           float const v1 = p.epi.apply(acc[mi][j][2 * h + 1], col_bias[j][1]);
-          int const at = (8 * j + 2 * (lane & 3)) * static_cast<int>(sizeof(Out));
-          if constexpr (std::is_same_v<Out, float>) *reinterpret_cast<float2*>(syr + at) = make_float2(v0, v1);
-          else *reinterpret_cast<unsigned*>(syr + at) = pack2_float<Out>(v0, v1);
+          Out* const at = syr + 8 * j + 2 * (lane & 3);
+          if constexpr (std::is_same_v<Out, float>) *reinterpret_cast<float2*>(at) = make_float2(v0, v1);
+          else *reinterpret_cast<unsigned*>(at) = pack2_float<Out>(v0, v1);
         }
       }
     __syncwarp();
-    constexpr int PER = 16 / static_cast<int>(sizeof(Out)), PIECES = BR / PER;  // a row's 16-byte pieces
-    Out* const y = static_cast<Out*>(p.y);
-#pragma unroll
-    for (int q = lane; q < Cfg::warp_rows * PIECES; q += 32) {
-      int const r = q / PIECES, c = (q % PIECES) * PER, row = x0 + wrow0 + r, col = m0 + c;
-      if (row >= p.n || col >= p.m) continue;
-      unsigned char const* const src = sy + r * PITCH + c * static_cast<int>(sizeof(Out));
-      Out* const dst = y + static_cast<std::int64_t>(row) * p.y_ld + col;
-      if (p.y_vec && col + PER <= p.m) {
-        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<uint4 const*>(src);
-      } else {
-        Out const* const v = reinterpret_cast<Out const*>(src);
-        for (int e = 0; e < PER && col + e < p.m; ++e) dst[e] = v[e];
-      }
-    }
+    store_staged_rows<Cfg::warp_rows, BR>(sy, PITCH, static_cast<Out*>(p.y), p.y_ld, x0 + wrow0, m0, p.n, p.m, p.y_vec,
+                                         lane, 32);
   }
 #else
   __trap();  // compiled for an architecture without tensor maps: the plan never launches it there

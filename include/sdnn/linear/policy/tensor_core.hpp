@@ -72,11 +72,10 @@ struct tc_block_tma_tile {
   static constexpr int x_stage_bytes = BX_ * 64, w_stage_bytes = BR_ * 64;
   static constexpr int stage_bytes = x_stage_bytes + w_stage_bytes;
   static constexpr int smem = Stages_ * stage_bytes + 1024;  // + slack to align the stages to 1024 bytes
-  // The epilogue's rows of Out in the freed stages, padded by 8 values: the pairs an accumulator
-  // store writes (8 rows x 4 lanes) fall on distinct banks.
-  template <class Out>
-  static constexpr int out_pitch = (BR_ + 8) * static_cast<int>(sizeof(Out));
-  static_assert(BX_ * (BR_ + 8) * 4 <= Stages_ * stage_bytes, "tc_block_tma_tile: the output tile fits the stages");
+  // The epilogue's rows of Out in the freed stages (elements), padded by 8 values: the pairs an
+  // accumulator store writes (8 rows x 4 lanes) fall on distinct banks.
+  static constexpr int out_pitch = BR_ + 8;
+  static_assert(BX_ * out_pitch * 4 <= Stages_ * stage_bytes, "tc_block_tma_tile: the output tile fits the stages");
   static_assert(BR_ == 16 || BR_ == 32 || BR_ == 64, "tc_block_tma_tile: blocks of 16, 32 or 64 rows");
   static_assert(BX_ % (16 * Warps_) == 0 && BX_ <= 256, "tc_block_tma_tile: BX a multiple of 16 rows a warp, <= 256");
   // The X stage must start on a 512-byte boundary for the 64-byte swizzle pattern to be the one
