@@ -1,7 +1,7 @@
 // The small-batch bitmap-tile kernel (ops::tc_bitmap_plan) on the device against the host reference
 // on the same rounded inputs: both value types and both output types, sizes that are multiples of
-// no tile (M, K odd), N = 1 .. 70 (every rows-per-launch width and several launches; one and two
-// panels a thread block, a grid whose last block holds fewer panels, warps with no column group), 50-99 %
+// no tile (M, K odd), N = 1 .. 70 (every rows-per-launch width and several launches; warps with no
+// column group), 50-99 %
 // and 0 / 100 % density, an empty row, unaligned X and odd leading dimensions (the element-wise X
 // loads), bias + ReLU, NaN and Inf propagation, identical bits on a second run; refusals.
 #include "sdnn_gpu_test.cuh"
@@ -63,11 +63,10 @@ TEMPLATE_TEST_CASE("tc_bitmap: against the reference at odd sizes, every batch w
     check<T, float>(w, x, {0, 0, true});
     check<T, T>(w, x, {1, 3, true});  // X at an odd element, ld K + 3: element-wise X loads
   }
-  // Two panels a thread block from 17 rows of X: one panel in all (a block's second is past M), an
-  // odd number (the last block holds one), and one column group for 16 warps (15 have none).
+  // One column group for 8 or 16 warps (all but one have none), one panel or a partial one.
   for (std::int64_t m : {16, 48, 9}) {
     auto const w = pruned<T>(m, 40, 0.5, seed++);
-    for (std::int64_t n : {20, 32}) check<T, T>(w, random_matrix<T>(n, w.cols(), seed++));
+    for (std::int64_t n : {1, 8, 20, 32}) check<T, T>(w, random_matrix<T>(n, w.cols(), seed++));
   }
   // MLP-like and K-split-heavy shapes.
   auto const w1 = pruned<T>(1024, 784, 0.9, seed++);

@@ -1,15 +1,13 @@
 // sdnn/linear/kernel/tc_bitmap.cuh - the small-batch unstructured kernel Y = epi(X W^T) with W in
 // bitmap tiles (formats/bitmap_tiles.hpp), 16-bit inputs, float accumulation, up to 8 NT rows of X
-// a launch. A thread block owns P panels of 16 rows of W; its Warps warps split the 64-column groups
-// along K. A warp takes a group a step: each lane reads its X fragments of the group's 4 tiles as
-// 16 consecutive values (two 16-byte loads per 8 rows of X; the format orders K so) once for the P
-// panels, and decodes each panel's A fragments from the tiles' records straight into registers (a
-// popcount and a 32-bit load per register; the lanes read a register's stored pairs from
-// consecutive words). X is read from L2 once per thread block, so P panels a block cut that traffic
-// P-fold: at 32 rows it is what bounds one panel a block. No shared memory or barrier in the main
-// loop, and no prefetch of the next group's records: the registers it takes cost more warps than it
-// hides (benchmarks/results/tc_linear_notes.md, v6). The warps' partial sums are added in warp order
-// through shared memory at the end, a panel at a time: deterministic.
+// a launch. A thread block owns a panel of 16 rows of W; its Warps warps split the panel's 64-column
+// groups along K. A warp takes a group a step: each lane reads its X fragments of the group's 4
+// tiles as 16 consecutive values (two 16-byte loads per 8 rows of X; the format orders K so), and
+// decodes its A fragments from the tiles' records straight into registers (a popcount and a 32-bit
+// load per register; the lanes read a register's stored pairs from consecutive words). No shared
+// memory or barrier in the main loop, and no prefetch of the next group's records: the registers it
+// takes cost more warps than it hides (benchmarks/results/tc_linear_notes.md, v6). The warps'
+// partial sums are added in warp order through shared memory at the end: deterministic.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -36,38 +34,37 @@ struct tc_bitmap_args {
   bool y_float = false;
   std::int32_t m = 0, k = 0, n = 0;  // W m x k; n <= 8 NT rows
   std::int32_t tile_cols = 0;        // 4 per 64-column group
-  std::int32_t tile_rows = 0;        // panels: ceil(m / 16)
   basic_epilogue<float> epi{};
 };
 
 // XVec: x 16-byte aligned and ldx % 8 == 0, so a lane's 16 values of a group are two 16-byte loads
 // (element loads where they would pass K).
-// P: panels a thread block (the grid is ceil(tile_rows / P)).
-template <class T, int NT, int Warps, bool XVec, int P = 1>
+template <class T, int NT, int Warps, bool XVec>
 __global__ void __launch_bounds__(Warps * 32) tc_bitmap_kernel(tc_bitmap_args p) {
 #if SDNN_MMA_SYNC_ARCH
   static_assert(NT >= 1 && NT <= 4 && Warps >= 1, "tc_bitmap_kernel: 8 to 32 rows of X a launch");
-  static_assert(P >= 1 && P <= 4, "tc_bitmap_kernel: 1 to 4 panels a thread block");
-  __shared__ float red[Warps][NT * 8][17];  // the warps' partial sums of one panel, [n][m], a padded row per n
+  __shared__ float red[Warps][NT * 8][17];  // the warps' partial sums, [n][m], a padded row per n
 
   int const lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
   int const g = lane >> 2, t = lane & 3;
-  int const panel0 = int(blockIdx.x) * P;
-  int const panels = p.tile_rows - panel0 < P ? p.tile_rows - panel0 : P;  // uniform in the block
+  int const panel = int(blockIdx.x);
   int const groups = p.tile_cols / 4;
   int const G0 = int(std::int64_t(groups) * warp / Warps), G1 = int(std::int64_t(groups) * (warp + 1) / Warps);
   std::uint32_t const lane_bit = 1u << lane, lanes_below = lane_bit - 1u;
-  bitmap_tile_record const* rec = p.records + std::int64_t(panel0) * p.tile_cols;
+  bitmap_tile_record const* rec = p.records + std::int64_t(panel) * p.tile_cols;
 
-  float acc[P][NT][4];
+  float acc[NT][4];
 #pragma unroll
-  for (int q = 0; q < P; ++q)
+  for (int i = 0; i < NT; ++i)
 #pragma unroll
-    for (int i = 0; i < NT; ++i)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[q][i][c] = 0.f;
+    for (int c = 0; c < 4; ++c) acc[i][c] = 0.f;
 
   for (int G = G0; G < G1; ++G) {
+    // The 4 records of group G (32 bytes each, the same for every lane: broadcast loads).
+    uint4 cur[4][2];
+    uint4 const* src = reinterpret_cast<uint4 const*>(rec + 4 * G);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) cur[u][0] = __ldg(src + 2 * u), cur[u][1] = __ldg(src + 2 * u + 1);
     // X: this lane's 16 values X(n, 64 G + 16 t .. + 15), n = 8 nt + g, as 8 words; tile u takes
     // words 2u (its b0) and 2u + 1 (its b1).
     std::uint32_t xw[NT][8];
@@ -89,56 +86,42 @@ __global__ void __launch_bounds__(Warps * 32) tc_bitmap_kernel(tc_bitmap_args p)
         }
       }
     }
+    // A fragments: register j of tile u, when bit `lane` of its mask[j] is set, is the stored pair
+    // start + before[j] + (lanes below this one with register j stored).
 #pragma unroll
-    for (int q = 0; q < P; ++q) {
-      if (q >= panels) break;
-      // The 4 records of group G of panel q (32 bytes each, the same for every lane: broadcast loads).
-      uint4 cur[4][2];
-      uint4 const* src = reinterpret_cast<uint4 const*>(rec + std::int64_t(q) * p.tile_cols + 4 * G);
+    for (int u = 0; u < 4; ++u) {
+      std::uint32_t const mask[4] = {cur[u][0].x, cur[u][0].y, cur[u][0].z, cur[u][0].w};
+      std::uint32_t const* pairs = p.values + cur[u][1].y;
+      std::uint32_t a[4];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) cur[u][0] = __ldg(src + 2 * u), cur[u][1] = __ldg(src + 2 * u + 1);
-      // A fragments: register j of tile u, when bit `lane` of its mask[j] is set, is the stored pair
-      // start + before[j] + (lanes below this one with register j stored).
+      for (int j = 0; j < 4; ++j) {
+        std::uint32_t const before = __byte_perm(cur[u][1].x, 0u, 0x4440u | j);
+        a[j] = (mask[j] & lane_bit) ? __ldg(pairs + (before + __popc(mask[j] & lanes_below))) : 0u;
+      }
+      if (cur[u][1].z != 0) {  // an empty tile adds nothing: skip its mma (uniform)
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        std::uint32_t const mask[4] = {cur[u][0].x, cur[u][0].y, cur[u][0].z, cur[u][0].w};
-        std::uint32_t const* pairs = p.values + cur[u][1].y;
-        std::uint32_t a[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          std::uint32_t const before = __byte_perm(cur[u][1].x, 0u, 0x4440u | j);
-          a[j] = (mask[j] & lane_bit) ? __ldg(pairs + (before + __popc(mask[j] & lanes_below))) : 0u;
-        }
-        if (cur[u][1].z != 0) {  // an empty tile adds nothing: skip its mma (uniform)
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) mma::mma_m16n8k16<T>(acc[q][nt], a, xw[nt][2 * u], xw[nt][2 * u + 1]);
-        }
+        for (int nt = 0; nt < NT; ++nt) mma::mma_m16n8k16<T>(acc[nt], a, xw[nt][2 * u], xw[nt][2 * u + 1]);
       }
     }
   }
 
-  // acc[q][nt][c]: W row m = g + 8 (c / 2) of panel q, X row n = 8 nt + 2 t + c % 2.
+  // acc[nt][c]: W row m = g + 8 (c / 2) of the panel, X row n = 8 nt + 2 t + c % 2.
 #pragma unroll
-  for (int q = 0; q < P; ++q) {
-    if (q >= panels) break;
-    if (q > 0) __syncthreads();  // the previous panel's sums are read
+  for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
+    for (int c = 0; c < 4; ++c) red[warp][nt * 8 + 2 * t + (c & 1)][g + 8 * (c >> 1)] = acc[nt][c];
+  __syncthreads();
+  for (int i = int(threadIdx.x); i < NT * 8 * 16; i += Warps * 32) {
+    int const n = i >> 4, m = i & 15, gm = panel * 16 + m;
+    if (n >= p.n || gm >= p.m) continue;
+    float s = 0.f;
 #pragma unroll
-      for (int c = 0; c < 4; ++c) red[warp][nt * 8 + 2 * t + (c & 1)][g + 8 * (c >> 1)] = acc[q][nt][c];
-    __syncthreads();
-    for (int i = int(threadIdx.x); i < NT * 8 * 16; i += Warps * 32) {
-      int const n = i >> 4, m = i & 15, gm = (panel0 + q) * 16 + m;
-      if (n >= p.n || gm >= p.m) continue;
-      float s = 0.f;
-#pragma unroll
-      for (int w = 0; w < Warps; ++w) s += red[w][n][m];
-      s = p.epi(s, gm);
-      std::int64_t const at = std::int64_t(n) * p.ldy + gm;
-      if (p.y_float) static_cast<float*>(p.y)[at] = s;
-      else if constexpr (std::is_same_v<T, bf16>) static_cast<__nv_bfloat16*>(p.y)[at] = __float2bfloat16_rn(s);
-      else static_cast<__half*>(p.y)[at] = __float2half_rn(s);
-    }
+    for (int w = 0; w < Warps; ++w) s += red[w][n][m];
+    s = p.epi(s, gm);
+    std::int64_t const at = std::int64_t(n) * p.ldy + gm;
+    if (p.y_float) static_cast<float*>(p.y)[at] = s;
+    else if constexpr (std::is_same_v<T, bf16>) static_cast<__nv_bfloat16*>(p.y)[at] = __float2bfloat16_rn(s);
+    else static_cast<__half*>(p.y)[at] = __float2half_rn(s);
   }
 #else
   __trap();  // sm_80 and newer only: the plan refuses older GPUs before launching

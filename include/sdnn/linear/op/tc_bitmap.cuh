@@ -27,14 +27,12 @@ template <class T, class Out = T>
 class tc_bitmap_plan {
   static_assert(is_16bit_float_v<T>, "tc_bitmap_plan: T must be sdnn::bf16 or sdnn::fp16");
   static_assert(std::is_same_v<Out, T> || std::is_same_v<Out, float>, "tc_bitmap_plan: Out must be T or float");
-  // A thread block: 16 warps splitting the column groups of one 16-row panel, or of two from 17
-  // rows of X on (a block reads its rows of X once from L2, and at 32 rows that traffic bounded one
-  // panel a block). Measured on H100 against 8 warps and one panel (11008 x 4096, 4096 x 11008 and
-  // 8192 x 8192 at 50-95 %, tc_linear_notes.md v10): 0.57-1.01x the time at N = 8 and 16,
-  // 0.82-0.86x at N = 32; 3 panels or 32 warps were slower.
-  static constexpr int warps = 16;
+  // Warps a thread block (one 16-row panel, its column groups split that many ways) by n8 tiles of
+  // X. Measured on H100 (11008 x 4096, 4096 x 11008, 8192 x 8192 at 70-95 %, tc_linear_notes.md
+  // v10): at 8 rows 16 warps took 0.69-0.95x the time of 8 (more warps an SM: 64 registers); from
+  // 16 rows 8 stay, as 16 took 1.0-1.2x, and 4 won only where 688 panels then fit one wave.
+  static constexpr int warps_for(int nt) { return nt == 1 ? 16 : 8; }
   static constexpr int rows_max = 32;  // rows of X a launch
-  static constexpr int panels_per_block(int nt) { return nt >= 3 ? 2 : 1; }
 
  public:
   using value_type = T;
@@ -65,12 +63,10 @@ class tc_bitmap_plan {
     std::string d = ::sdnn::detail::concat("tc_bitmap_plan<", value_type_name<T>(), " -> ", value_type_name<Out>(),
                                            ">: W ", m_, " x ", k_, ", ", pairs_, " stored pairs in 16 x 16 bitmap tiles, ",
                                            weight_bytes(), " bytes on the device");
-    if (n > 0) {
-      int const panels = panels_per_block(int((std::min<std::int64_t>(n, rows_max) + 7) / 8));
-      d += ::sdnn::detail::concat("; N = ", n, ": ", (n + rows_max - 1) / rows_max, " launch(es) of ",
-                                  ((m_ + 15) / 16 + panels - 1) / panels, " blocks of ", warps, " warps (", panels,
-                                  " 16-row panel(s) a block)");
-    }
+    if (n > 0)
+      d += ::sdnn::detail::concat("; N = ", n, ": ", (n + rows_max - 1) / rows_max, " launch(es) of ", (m_ + 15) / 16,
+                                  " blocks (a 16-row panel each) of ",
+                                  warps_for(int((std::min<std::int64_t>(n, rows_max) + 7) / 8)), " warps");
     return d;
   }
 
@@ -91,37 +87,36 @@ class tc_bitmap_plan {
     a.m = static_cast<std::int32_t>(m_);
     a.k = static_cast<std::int32_t>(k_);
     a.tile_cols = static_cast<std::int32_t>(tile_cols_);
-    a.tile_rows = static_cast<std::int32_t>((m_ + 15) / 16);
     a.epi = epi;
+    unsigned const blocks = static_cast<unsigned>((m_ + 15) / 16);
     for (std::int64_t r0 = 0; r0 < x.rows; r0 += rows_max) {
       std::int64_t const rows = std::min<std::int64_t>(rows_max, x.rows - r0);
       a.x = reinterpret_cast<std::uint16_t const*>(x.data + r0 * ldx);
       a.y = y.data + r0 * ldy;
       a.n = static_cast<std::int32_t>(rows);
-      launch(int((rows + 7) / 8), vec, a, exec);
+      launch(int((rows + 7) / 8), vec, blocks, a, exec);
     }
   }
 
  private:
   template <int NT, bool Vec>
-  static void launch_nt(kernels::tc_bitmap_args const& a, cuda_exec exec) {
-    constexpr int P = panels_per_block(NT);
-    unsigned const blocks = static_cast<unsigned>((a.tile_rows + P - 1) / P);
-    kernels::tc_bitmap_kernel<T, NT, warps, Vec, P><<<blocks, warps * 32, 0, exec.stream>>>(a);
+  static void launch_nt(unsigned blocks, kernels::tc_bitmap_args const& a, cuda_exec exec) {
+    constexpr int warps = warps_for(NT);
+    kernels::tc_bitmap_kernel<T, NT, warps, Vec><<<blocks, warps * 32, 0, exec.stream>>>(a);
     SDNN_CUDA_CHECK_LAUNCH();
   }
   template <bool Vec>
-  static void launch_p(int nt, kernels::tc_bitmap_args const& a, cuda_exec exec) {
+  static void launch_p(int nt, unsigned blocks, kernels::tc_bitmap_args const& a, cuda_exec exec) {
     switch (nt) {
-      case 1: return launch_nt<1, Vec>(a, exec);
-      case 2: return launch_nt<2, Vec>(a, exec);
-      case 3: return launch_nt<3, Vec>(a, exec);
-      default: return launch_nt<4, Vec>(a, exec);
+      case 1: return launch_nt<1, Vec>(blocks, a, exec);
+      case 2: return launch_nt<2, Vec>(blocks, a, exec);
+      case 3: return launch_nt<3, Vec>(blocks, a, exec);
+      default: return launch_nt<4, Vec>(blocks, a, exec);
     }
   }
-  static void launch(int nt, bool vec, kernels::tc_bitmap_args const& a, cuda_exec exec) {
-    if (vec) launch_p<true>(nt, a, exec);
-    else launch_p<false>(nt, a, exec);
+  static void launch(int nt, bool vec, unsigned blocks, kernels::tc_bitmap_args const& a, cuda_exec exec) {
+    if (vec) launch_p<true>(nt, blocks, a, exec);
+    else launch_p<false>(nt, blocks, a, exec);
   }
 
   std::int64_t m_ = 0, k_ = 0, tile_cols_ = 0, pairs_ = 0;
