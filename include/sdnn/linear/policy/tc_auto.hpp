@@ -121,12 +121,14 @@ struct tc_auto_tuning {
 // cublas_dense and tc_block32 from the grid rerun for those two paths on 2026-11-26 after the TMA
 // block kernel took over N > 32 and its epilogue went through shared memory
 // (linear16_block32_staged_NVIDIA-H100_2026-11-26.jsonl), and tc_bitmap from its grid run of 2026-11-26
-// (linear16_bitmap_NVIDIA-H100_2026-11-26.jsonl, unstructured and blocks, N up to 2048), and
-// csr_gather from its grid run of 2026-11-26 (linear16_gather_NVIDIA-H100_2026-11-26.jsonl). CTest
-// host.tc_auto_table checks that the rows below are that fit. Replayed on those points (with
-// tc_runnable's limits), the modelled choice is within 5 % of the fastest measured path at 212 of
-// 216 (worst 1.12x: 4096 x 4096 blocks at 75 %, N = 32, tc_block32 modelled and tc_bitmap measured
-// faster; 11008 x 4096 2:4 at N = 128, cuBLAS modelled and cuSPARSELt measured faster).
+// with 16 warps a block at N <= 8 (linear16_bitmap16w_NVIDIA-H100_2026-11-26.jsonl, unstructured and
+// blocks, N up to 2048), and csr_gather from its grid run of 2026-11-26
+// (linear16_gather_NVIDIA-H100_2026-11-26.jsonl). CTest host.tc_auto_table checks that the rows
+// below are that fit. Replayed on those points (with tc_runnable's limits), the modelled choice is
+// within 5 % of the fastest measured path at 211 of 216 (worst 1.12x: 4096 x 4096 blocks at 75 %,
+// N = 32, tc_block32 modelled and tc_bitmap measured faster; 11008 x 4096 2:4 at N = 128, cuBLAS
+// modelled and cuSPARSELt measured faster; 4096 x 4096 at 95 %, N = 8, tc_bitmap modelled and
+// csr_gather measured faster).
 inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
     {9, 0},
     "NVIDIA H100 80GB HBM3 (2026-11-25)",
@@ -139,7 +141,7 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
         {{6.373, 6.545, 9.681, 9.051, 31.16, 31.16}, {0.4629, 0.4605, 0.4592, 0.7803, 1.874, 7.768}}, // sparse24
         {{18.11, 18.11, 18.11, 18.11, 18.11, 18.11}, {2.229, 91.38, 242.1, 887.1, 3460, 14030}},     // cusparse_csr
         {{15.55, 14.62, 14.8, 15.53, 18.5, 8.457}, {0.6894, 0.7074, 0.7042, 0.6883, 0.8489, 3.522}},  // cusparselt
-        {{5.919, 5.327, 5.514, 14.38, 44.91, 163.1}, {0.13, 0.121, 0.1445, 0.5099, 1.98, 7.863}},   // tc_bitmap
+        {{5.152, 4.342, 5.614, 14.43, 45.02, 164.8}, {0.1051, 0.09889, 0.1445, 0.5111, 1.984, 7.867}},  // tc_bitmap
         {{6.958, 10.07, 30.2, 109.8, 427.4, 1784}, {1.976, 2.141, 9.323, 37.38, 150, 598}},         // csr_gather
     }},
     0.6,
