@@ -21,10 +21,12 @@
 
 namespace sdnn::kernels {
 
-// WN warps along the batch, each NT n8 tiles wide; WK warp groups along the blocks of the row.
-template <int WN_, int WK_, int NT_>
+// WN warps along the batch, each NT n8 tiles wide; WK warp groups along the blocks of the row;
+// MinBlocks thread blocks an SM for __launch_bounds__ (caps the registers, so that a grid of one
+// block per block row fits one wave).
+template <int WN_, int WK_, int NT_, int MinBlocks_ = 1>
 struct tc_direct_tile {
-  static constexpr int WN = WN_, WK = WK_, NT = NT_;
+  static constexpr int WN = WN_, WK = WK_, NT = NT_, min_blocks = MinBlocks_;
   static constexpr int warps = WN * WK, threads = 32 * warps;
   static constexpr int BN = WN * NT * 8;  // batch rows of a thread block
   static_assert(warps >= 1 && warps <= 16 && NT >= 1 && NT <= 8, "tc_direct_tile: 1..16 warps, 1..8 n8 tiles");
@@ -57,7 +59,7 @@ __device__ __forceinline__ std::uint32_t a_pair(unsigned short const* blk, int r
 }  // namespace direct_detail
 
 template <class Cfg, class T>
-__global__ void __launch_bounds__(Cfg::threads) tc_block_direct_kernel(tc_direct_params<T> p) {
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) tc_block_direct_kernel(tc_direct_params<T> p) {
 #if SDNN_MMA_SYNC_ARCH
   constexpr int NT = Cfg::NT, WN = Cfg::WN, WK = Cfg::WK;
   extern __shared__ __align__(16) float tc_direct_shared[];

@@ -588,12 +588,17 @@ class tc_linear_plan {
     return shape_ == policy::tc_shape::automatic &&
            (n <= tuning_.direct_n_max || std::int64_t(nnz_) * ((n + 127) / 128) <= tuning_.direct_work_max);
   }
-  // The direct kernel's compiled shapes: 8 warps over a row's blocks for N <= 8, 4 groups of one
-  // 32-row warp for N <= 32, else 4 warps of 32 rows along the batch x 2 groups.
+  // The direct kernel's compiled shapes: 8 warps over a row's blocks for N <= 8, 2 warps of 16 rows
+  // x 4 groups for N <= 32, else 4 warps of 32 rows along the batch x 2 groups. The first two hold
+  // 3 thread blocks an SM (at most 85 registers; 72 and no spill with nvcc 13.0), so 344 block rows
+  // (11008 outputs) fit one wave: measured on H100 against 2 an SM (88 registers, 1.3 waves) and
+  // against one 32-row warp x 4 groups (128 registers), 0.82-0.87x the time at N <= 8 on 11008 x 4096
+  // (0.99-1.02x where the grid already fit) and 0.82-0.98x at N = 16 and 32 on every shape
+  // (tc_linear_notes.md, v11).
   template <class F>
   static void with_direct_cfg(std::int64_t n, F&& f) {
-    if (n <= 8) f(kernels::tc_direct_tile<1, 8, 1>{});
-    else if (n <= 32) f(kernels::tc_direct_tile<1, 4, 4>{});
+    if (n <= 8) f(kernels::tc_direct_tile<1, 8, 1, 3>{});
+    else if (n <= 32) f(kernels::tc_direct_tile<2, 4, 2, 3>{});
     else f(kernels::tc_direct_tile<4, 2, 4>{});
   }
 
