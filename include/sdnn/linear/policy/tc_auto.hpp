@@ -118,25 +118,24 @@ struct tc_auto_tuning {
 // (4 shapes x 6 N x 9 structures, L2 flushed): tc_tile_offsets, sparse24 and cusparse_csr from the
 // full run of 2026-11-25 (benchmarks/results/linear16_fit_NVIDIA-H100_2026-11-25.jsonl), cusparselt
 // from the 2:4 rows of a cuSPARSELt build of it (linear16_lt_NVIDIA-H100_2026-11-25.jsonl), and
-// cublas_dense and tc_block32 from the grid rerun for those two paths on 2026-11-26 after the TMA
-// block kernel took over N > 32 and its epilogue went through shared memory
-// (linear16_block32_staged_NVIDIA-H100_2026-11-26.jsonl), and tc_bitmap from its grid run of 2026-11-26
-// with 16 warps a block at N <= 8 (linear16_bitmap16w_NVIDIA-H100_2026-11-26.jsonl, unstructured and
-// blocks, N up to 2048), and csr_gather from its grid run of 2026-11-26
+// cublas_dense and tc_block32 from the grid rerun for those two paths on 2026-11-26 after the direct
+// block kernel went to 3 thread blocks an SM (linear16_block32_direct3_NVIDIA-H100_2026-11-26.jsonl),
+// tc_bitmap from its grid run of 2026-11-26 with 16 warps a block at N <= 8
+// (linear16_bitmap16w_NVIDIA-H100_2026-11-26.jsonl, unstructured and blocks, N up to 2048), and
+// csr_gather from its grid run of 2026-11-26
 // (linear16_gather_NVIDIA-H100_2026-11-26.jsonl). CTest host.tc_auto_table checks that the rows
 // below are that fit. Replayed on those points (with tc_runnable's limits), the modelled choice is
-// within 5 % of the fastest measured path at 211 of 216 (worst 1.12x: 4096 x 4096 blocks at 75 %,
-// N = 32, tc_block32 modelled and tc_bitmap measured faster; 11008 x 4096 2:4 at N = 128, cuBLAS
-// modelled and cuSPARSELt measured faster; 4096 x 4096 at 95 %, N = 8, tc_bitmap modelled and
-// csr_gather measured faster).
+// within 5 % of the fastest measured path at 212 of 216 (worst 1.12x: 11008 x 4096 2:4 at N = 128,
+// cuBLAS modelled and cuSPARSELt measured faster; 4096 x 4096 at 95 %, N = 8, tc_bitmap modelled
+// and csr_gather measured faster).
 inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
     {9, 0},
     "NVIDIA H100 80GB HBM3 (2026-11-25)",
     "bench_linear16 grid, linear16_fit_NVIDIA-H100_2026-11-25.jsonl",
     {{
         // N:        1        8        32       128      512      2048
-        {{8.743, 9.025, 7.004, 8.744, 10.52, 6.6}, {0.8006, 0.7876, 0.8378, 0.8227, 1.231, 4.939}},  // cublas_dense
-        {{6.633, 7.132, 11.58, 8.453, 8.308, 8.888}, {0.9527, 0.989, 1.596, 1.756, 6.972, 25.72}},   // tc_block32
+        {{8.91, 9.033, 7.22, 9.026, 10.91, 5.104}, {0.7933, 0.7863, 0.8321, 0.8197, 1.231, 4.995}},   // cublas_dense
+        {{6.493, 6.976, 9.798, 9.063, 9.011, 9.568}, {0.926, 0.9424, 1.427, 1.761, 7.044, 25.77}},   // tc_block32
         {{15.87, 15.86, 31.86, 22.62, 63.03, 153.7}, {1.616, 1.73, 2.591, 10.02, 25.54, 100.3}},     // tc_tile_offsets
         {{6.373, 6.545, 9.681, 9.051, 31.16, 31.16}, {0.4629, 0.4605, 0.4592, 0.7803, 1.874, 7.768}}, // sparse24
         {{18.11, 18.11, 18.11, 18.11, 18.11, 18.11}, {2.229, 91.38, 242.1, 887.1, 3460, 14030}},     // cusparse_csr
