@@ -1,9 +1,9 @@
 // The small-batch bitmap-tile kernel (ops::tc_bitmap_plan) on the device against the host reference
 // on the same rounded inputs: both value types and both output types, sizes that are multiples of
 // no tile (M, K odd), N = 1 .. 70 (every rows-per-launch width and several launches; warps with no
-// column group), 50-99 %
-// and 0 / 100 % density, an empty row, unaligned X and odd leading dimensions (the element-wise X
-// loads), bias + ReLU, NaN and Inf propagation, identical bits on a second run; refusals.
+// column group), 50-99 % and 0 / 100 % density, an empty row, unaligned X and odd leading dimensions
+// (the element-wise X loads), bias + ReLU, NaN and Inf propagation, identical bits on a second run;
+// refusals.
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_linear16_check.cuh"
 #include "sdnn_tc_fixtures.hpp"

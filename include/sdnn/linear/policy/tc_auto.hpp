@@ -122,9 +122,8 @@ struct tc_auto_tuning {
 // block kernel went to 3 thread blocks an SM (linear16_block32_direct3_NVIDIA-H100_2026-11-26.jsonl),
 // tc_bitmap from its grid run of 2026-11-26 with 16 warps a block at N <= 8
 // (linear16_bitmap16w_NVIDIA-H100_2026-11-26.jsonl, unstructured and blocks, N up to 2048), and
-// csr_gather from its grid run of 2026-11-26
-// (linear16_gather_NVIDIA-H100_2026-11-26.jsonl). CTest host.tc_auto_table checks that the rows
-// below are that fit. Replayed on those points (with tc_runnable's limits), the modelled choice is
+// csr_gather from its grid run of 2026-11-26 (linear16_gather_NVIDIA-H100_2026-11-26.jsonl). CTest
+// host.tc_auto_table checks that the rows below are that fit. Replayed on those points (with tc_runnable's limits), the modelled choice is
 // within 5 % of the fastest measured path at 212 of 216 (worst 1.12x: 11008 x 4096 2:4 at N = 128,
 // cuBLAS modelled and cuSPARSELt measured faster; 4096 x 4096 at 95 %, N = 8, tc_bitmap modelled
 // and csr_gather measured faster).
