@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) tc_block_direct
   }
   // C tile (mt, nt): (feature panel * 32 + mt * 16 + g (+8), batch n_base + nt * 8 + 2t (+1)).
   // A lane's 4 features and 2 NT batch rows are fixed: their bias values and row pointers are
-  // read once; the epilogue is basic_epilogue's, in its order.
+  // read once; the epilogue is basic_epilogue's in two steps (bias_at, apply).
   basic_epilogue<float> const& epi = p.epi;
   int o[4];
   float bias[4];
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) tc_block_direct
   for (int h = 0; h < 4; ++h) {  // h = mt * 2 + (e >= 2)
     o[h] = panel * 32 + (h >> 1) * 16 + g + (h & 1) * 8;
     o_in[h] = o[h] < p.M;
-    bias[h] = epi.bias && o_in[h] ? epi.bias[o[h]] : 0.0f;
+    bias[h] = o_in[h] ? epi.bias_at(o[h]) : 0.0f;
   }
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
@@ -169,13 +169,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) tc_block_direct
 #pragma unroll
       for (int h = 0; h < 4; ++h) {
         if (!o_in[h]) continue;
-        float v = acc[h >> 1][nt][(h & 1) * 2 + e1];
-        if (epi.bias_on_zero || v != 0.0f) {
-          if (epi.bias) v += bias[h];
-          v += epi.bias_scalar;
-        }
-        if (epi.relu && v < 0.0f) v = 0.0f;
-        if (epi.has_cap && v > epi.cap) v = epi.cap;
+        float const v = epi.apply(acc[h >> 1][nt][(h & 1) * 2 + e1], bias[h]);
         if (p.y_float) static_cast<float*>(p.y)[row + o[h]] = v;
         else static_cast<T*>(p.y)[row + o[h]] = value_cast<T>(v);
       }
