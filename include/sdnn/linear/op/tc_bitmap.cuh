@@ -63,10 +63,14 @@ class tc_bitmap_plan {
     std::string d = ::sdnn::detail::concat("tc_bitmap_plan<", value_type_name<T>(), " -> ", value_type_name<Out>(),
                                            ">: W ", m_, " x ", k_, ", ", pairs_, " stored pairs in 16 x 16 bitmap tiles, ",
                                            weight_bytes(), " bytes on the device");
-    if (n > 0)
-      d += ::sdnn::detail::concat("; N = ", n, ": ", (n + rows_max - 1) / rows_max, " launch(es) of ", (m_ + 15) / 16,
-                                  " blocks (a 16-row panel each) of ",
-                                  warps_for(int((std::min<std::int64_t>(n, rows_max) + 7) / 8)), " warps");
+    if (n > 0) {
+      // Launches of 32 rows, then the rest; the warps a block follow each launch's rows.
+      std::int64_t const full = n / rows_max, rest = n % rows_max;
+      d += ::sdnn::detail::concat("; N = ", n, ": ", full + (rest > 0), " launch(es) of ", (m_ + 15) / 16,
+                                  " blocks (a 16-row panel each)");
+      if (full > 0) d += ::sdnn::detail::concat(", ", warps_for(rows_max / 8), " warps for 32 rows");
+      if (rest > 0) d += ::sdnn::detail::concat(", ", warps_for(int((rest + 7) / 8)), " warps for ", rest, " rows");
+    }
     return d;
   }
 
