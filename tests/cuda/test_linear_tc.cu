@@ -254,6 +254,24 @@ TEMPLATE_TEST_CASE("tc_linear: the direct block kernel on MLP-sized layers, ever
   }
 }
 
+TEMPLATE_TEST_CASE("tc_linear: the direct block kernel on a block row of more than 32 blocks a warp group",
+                   "[cuda][tc]", bf16, fp16) {
+  SDNN_REQUIRE_DEVICE();
+  using T = TestType;
+  // K = 8480 (265 block columns, the last half full): block row 1 is dense, so each warp group of
+  // every compiled shape takes 33 or more of its blocks; rows 0 and 2 keep one block column in 10,
+  // row 2 (M = 80) is partial.
+  auto w = random_matrix<T>(80, 8480, 93u);
+  for (std::int64_t i = 0; i < w.rows(); ++i)
+    for (std::int64_t j = 0; j < w.cols(); ++j)
+      if (i / 32 != 1 && ((j / 32) * 7 + i / 32) % 10 != 0) w(i, j) = T(0.f);
+  for (std::int64_t n : {1, 8, 20, 32, 40}) {
+    run_options o;
+    o.shape = policy::tc_shape::direct;
+    check_policy<policy::tc_block_sparse_mma, T, T>(w, n, unsigned(n + 7), o, 32, 32, "direct long row");
+  }
+}
+
 TEMPLATE_TEST_CASE("tc_linear: every block shape, both tile shapes, tails, unaligned X, epilogue", "[cuda][tc]", bf16,
                    fp16) {
   SDNN_REQUIRE_DEVICE();
