@@ -5,9 +5,10 @@
 // tiles as 16 consecutive values (two 16-byte loads per 8 rows of X; the format orders K so), and
 // decodes its A fragments from the tiles' records straight into registers (a popcount and a 32-bit
 // load per register; the lanes read a register's stored pairs from consecutive words). No shared
-// memory or barrier in the main loop, and no prefetch of the next group's records: the registers it
-// takes cost more warps than it hides (benchmarks/results/tc_linear_notes.md, v6). The warps'
-// partial sums are added in warp order through shared memory at the end: deterministic.
+// memory or barrier in the main loop. With Stages > 1 a warp's next groups' records are copied
+// ahead into its shared-memory slots (cp.async, no registers held), so a step waits for its values
+// only; with Stages = 1 it reads them itself as the step begins. The warps' partial sums are added
+// in warp order through shared memory at the end: deterministic.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -39,11 +40,17 @@ struct tc_bitmap_args {
 
 // XVec: x 16-byte aligned and ldx % 8 == 0, so a lane's 16 values of a group are two 16-byte loads
 // (element loads where they would pass K).
-template <class T, int NT, int Warps, bool XVec>
-__global__ void __launch_bounds__(Warps * 32) tc_bitmap_kernel(tc_bitmap_args p) {
+// Stages: 1, each step reads its group's records from global memory; S > 1, a warp holds S record
+// slots in shared memory, the next S - 1 groups' copies in flight. Two thread blocks an SM cap the
+// registers at 128 for 8 warps (the 32-row kernel with element-wise X loads took 144 without).
+template <class T, int NT, int Warps, bool XVec, int Stages = 1>
+__global__ void __launch_bounds__(Warps * 32, 2) tc_bitmap_kernel(tc_bitmap_args p) {
 #if SDNN_MMA_SYNC_ARCH
   static_assert(NT >= 1 && NT <= 4 && Warps >= 1, "tc_bitmap_kernel: 8 to 32 rows of X a launch");
+  static_assert(Stages >= 1 && Stages <= 8, "tc_bitmap_kernel: 1..8 record stages");
   __shared__ float red[Warps][NT * 8][17];  // the warps' partial sums, [n][m], a padded row per n
+  constexpr int slot_warps = Stages > 1 ? Warps : 1;  // Stages = 1: one unused 128-byte slot
+  __shared__ __align__(16) bitmap_tile_record slots[slot_warps][Stages][4];
 
   int const lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
   int const g = lane >> 2, t = lane & 3;
@@ -59,12 +66,35 @@ __global__ void __launch_bounds__(Warps * 32) tc_bitmap_kernel(tc_bitmap_args p)
 #pragma unroll
     for (int c = 0; c < 4; ++c) acc[i][c] = 0.f;
 
+  // Stages > 1: group G's 4 records (128 bytes) are copied into the warp's slot (G - G0) % Stages
+  // by lanes 0-7 (cp.async, 16 bytes each) Stages - 1 steps ahead. Every step commits one copy
+  // group (empty past G1), so waiting until Stages - 1 are in flight leaves step G's landed.
+  auto stage = [&](int G) {
+    if (G < G1 && lane < 8)
+      mma::cp_async_16(reinterpret_cast<unsigned char*>(slots[warp % slot_warps][(G - G0) % Stages]) + 16 * lane,
+                       reinterpret_cast<unsigned char const*>(rec + 4 * G) + 16 * lane);
+    mma::cp_async_commit();
+  };
+  if constexpr (Stages > 1) {
+#pragma unroll
+    for (int s = 0; s < Stages - 1; ++s) stage(G0 + s);
+  }
   for (int G = G0; G < G1; ++G) {
     // The 4 records of group G (32 bytes each, the same for every lane: broadcast loads).
     uint4 cur[4][2];
-    uint4 const* src = reinterpret_cast<uint4 const*>(rec + 4 * G);
+    if constexpr (Stages > 1) {
+      stage(G + Stages - 1);  // into the slot step G - 1 read (its lanes met at that step's end)
+      mma::cp_async_wait<Stages - 1>();
+      __syncwarp();
+      uint4 const* src = reinterpret_cast<uint4 const*>(slots[warp % slot_warps][(G - G0) % Stages]);
 #pragma unroll
-    for (int u = 0; u < 4; ++u) cur[u][0] = __ldg(src + 2 * u), cur[u][1] = __ldg(src + 2 * u + 1);
+      for (int u = 0; u < 4; ++u) cur[u][0] = src[2 * u], cur[u][1] = src[2 * u + 1];
+      __syncwarp();  // every lane holds the records before a later step refills the slot
+    } else {
+      uint4 const* src = reinterpret_cast<uint4 const*>(rec + 4 * G);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) cur[u][0] = __ldg(src + 2 * u), cur[u][1] = __ldg(src + 2 * u + 1);
+    }
     // X: this lane's 16 values X(n, 64 G + 16 t .. + 15), n = 8 nt + g, as 8 words; tile u takes
     // words 2u (its b0) and 2u + 1 (its b1).
     std::uint32_t xw[NT][8];

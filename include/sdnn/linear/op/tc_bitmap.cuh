@@ -32,6 +32,11 @@ class tc_bitmap_plan {
   // v10): at 8 rows 16 warps took 0.69-0.95x the time of 8 (more warps an SM: 64 registers); from
   // 16 rows 8 stay, as 16 took 1.0-1.2x, and 4 won only where 688 panels then fit one wave.
   static constexpr int warps_for(int nt) { return nt == 1 ? 16 : 8; }
+  // Record stages by n8 tiles of X (the kernel's Stages). Measured on H100 (the four grid shapes at
+  // 50-95 %, tc_linear_notes.md v13): records copied one group ahead into shared memory took
+  // 0.72-0.94x the time at 16 rows and 0.88-0.94x at 32, 0.96-1.01x at 8, but 1.00-1.04x at one
+  // row, where the 16-warp kernel keeps reading them itself; 3 or 4 stages were no faster than 2.
+  static constexpr int stages_for(int nt) { return nt == 1 ? 1 : 2; }
   static constexpr int rows_max = 32;  // rows of X a launch
 
  public:
@@ -68,8 +73,12 @@ class tc_bitmap_plan {
       std::int64_t const full = n / rows_max, rest = n % rows_max;
       d += ::sdnn::detail::concat("; N = ", n, ": ", full + (rest > 0), " launch(es) of ", (m_ + 15) / 16,
                                   " blocks (a 16-row panel each)");
-      if (full > 0) d += ::sdnn::detail::concat(", ", warps_for(rows_max / 8), " warps for 32 rows");
-      if (rest > 0) d += ::sdnn::detail::concat(", ", warps_for(int((rest + 7) / 8)), " warps for ", rest, " rows");
+      auto shape = [](int nt) {
+        return ::sdnn::detail::concat(warps_for(nt), " warps",
+                                      stages_for(nt) > 1 ? ", records staged a group ahead in shared memory" : "");
+      };
+      if (full > 0) d += ::sdnn::detail::concat(", ", shape(rows_max / 8), " for 32 rows");
+      if (rest > 0) d += ::sdnn::detail::concat(", ", shape(int((rest + 7) / 8)), " for ", rest, " rows");
     }
     return d;
   }
@@ -106,7 +115,7 @@ class tc_bitmap_plan {
   template <int NT, bool Vec>
   static void launch_nt(unsigned blocks, kernels::tc_bitmap_args const& a, cuda_exec exec) {
     constexpr int warps = warps_for(NT);
-    kernels::tc_bitmap_kernel<T, NT, warps, Vec><<<blocks, warps * 32, 0, exec.stream>>>(a);
+    kernels::tc_bitmap_kernel<T, NT, warps, Vec, stages_for(NT)><<<blocks, warps * 32, 0, exec.stream>>>(a);
     SDNN_CUDA_CHECK_LAUNCH();
   }
   template <bool Vec>
