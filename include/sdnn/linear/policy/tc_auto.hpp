@@ -120,13 +120,13 @@ struct tc_auto_tuning {
 // from the 2:4 rows of a cuSPARSELt build of it (linear16_lt_NVIDIA-H100_2026-11-25.jsonl), and
 // cublas_dense and tc_block32 from the grid rerun for those two paths on 2026-11-26 after the direct
 // block kernel went to 3 thread blocks an SM (linear16_block32_direct3_NVIDIA-H100_2026-11-26.jsonl),
-// tc_bitmap from its grid run of 2026-11-26 with 16 warps a block at N <= 8
-// (linear16_bitmap16w_NVIDIA-H100_2026-11-26.jsonl, unstructured and blocks, N up to 2048), and
+// tc_bitmap from its grid run of 2026-11-27 with the records staged in shared memory from 9 rows of
+// X (linear16_bitmap_staged_NVIDIA-H100_2026-11-27.jsonl, unstructured and blocks, N up to 2048), and
 // csr_gather from its grid run of 2026-11-26 (linear16_gather_NVIDIA-H100_2026-11-26.jsonl). CTest
 // host.tc_auto_table checks that the rows below are that fit. Replayed on those points (with tc_runnable's limits), the modelled choice is
-// within 5 % of the fastest measured path at 212 of 216 (worst 1.12x: 11008 x 4096 2:4 at N = 128,
-// cuBLAS modelled and cuSPARSELt measured faster; 4096 x 4096 at 95 %, N = 8, tc_bitmap modelled
-// and csr_gather measured faster).
+// within 5 % of the fastest measured path at 213 of 216 (worst 1.12x: 4096 x 4096 at 95 %, N = 8,
+// tc_bitmap modelled and csr_gather measured faster; 11008 x 4096 2:4 at N = 128, cuBLAS modelled
+// and cuSPARSELt measured faster).
 inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
     {9, 0},
     "NVIDIA H100 80GB HBM3 (2026-11-25)",
@@ -139,7 +139,7 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
         {{6.373, 6.545, 9.681, 9.051, 31.16, 31.16}, {0.4629, 0.4605, 0.4592, 0.7803, 1.874, 7.768}}, // sparse24
         {{18.11, 18.11, 18.11, 18.11, 18.11, 18.11}, {2.229, 91.38, 242.1, 887.1, 3460, 14030}},     // cusparse_csr
         {{15.55, 14.62, 14.8, 15.53, 18.5, 8.457}, {0.6894, 0.7074, 0.7042, 0.6883, 0.8489, 3.522}},  // cusparselt
-        {{5.152, 4.342, 5.614, 14.43, 45.02, 164.8}, {0.1051, 0.09889, 0.1445, 0.5111, 1.984, 7.867}},  // tc_bitmap
+        {{5.245, 4.421, 5.844, 18.93, 68.1, 261.4}, {0.1049, 0.09908, 0.125, 0.4554, 1.781, 7.08}},  // tc_bitmap
         {{6.958, 10.07, 30.2, 109.8, 427.4, 1784}, {1.976, 2.141, 9.323, 37.38, 150, 598}},         // csr_gather
     }},
     0.6,
