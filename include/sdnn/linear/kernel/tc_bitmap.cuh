@@ -4,8 +4,8 @@
 // groups along K. A warp takes a group a step: each lane reads its X fragments of the group's 4
 // tiles as 16 consecutive values (two 16-byte loads per 8 rows of X; the format orders K so), and
 // decodes its A fragments from the tiles' records straight into registers (a popcount and a 32-bit
-// load per register; the lanes read a register's stored pairs from consecutive words). No shared
-// memory or barrier in the main loop. With Stages > 1 a warp's next groups' records are copied
+// load per register; the lanes read a register's stored pairs from consecutive words). No block
+// barrier in the main loop. With Stages > 1 a warp's next groups' records are copied
 // ahead into its shared-memory slots (cp.async, no registers held), so a step waits for its values
 // only; with Stages = 1 it reads them itself as the step begins. The warps' partial sums are added
 // in warp order through shared memory at the end: deterministic.
