@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(Warps * 32, 2) tc_bitmap_kernel(tc_bitmap_args
     }
     // A fragments: register j of tile u, when bit `lane` of its mask[j] is set, is the stored pair
     // start + before[j] + (lanes below this one with register j stored). The pairs are read once:
-    // loaded without allocating in L1, so X's fragments, read again by every panel, stay there
+    // loaded without allocating in L1, leaving it to X's fragments, read again by every panel
     // (on the grid shapes 0.84-0.94x the time at 50-70 %, 0.94-1.01x at 90-95 %, 1.02-1.03x at
     // 99 %; tc_linear_notes.md v15).
 #pragma unroll
