@@ -16,12 +16,13 @@ bench_linear16 run, and checks a model against it.
                                        NAME (a build's own rates, e.g. sparse24 of a 90a build)
   fit_tc_auto.py --self-test           fits synthetic points made from known rates (CTest)
 
-The model: t(N) = launch(N) + units * rate(N), both piecewise linear in N between the anchors
-1, 8, 32, 128, 512, 2048. units: cublas_dense and cusparselt M*K/1e6, sparse24 M*(K+1000)/1e6, tc_block32 occupied 32x32
-blocks/1e3, tc_tile_offsets occupied 64x64 tiles * (1 + nnz per tile / 960) / 1e3, cusparse_csr
-nonzeros/1e6, tc_bitmap (16x16 tiles + stored column pairs / 96) / 1e3, csr_gather (nonzeros +
-32 per row) / 1e6. launch and rate at an anchor: least squares on relative error over the grid's points
-at that N (every shape and structure the path ran).
+The model: t(N) = launch(N) + units * rate(N) + units2 * rate2(N), all piecewise linear in N
+between the anchors 1, 8, 32, 128, 512, 2048. units: cublas_dense and cusparselt M*K/1e6, sparse24
+M*(K+1000)/1e6, tc_block32 occupied 32x32 blocks/1e3, tc_tile_offsets occupied 64x64 tiles * (1 +
+nnz per tile / 960) / 1e3, cusparse_csr nonzeros/1e6, tc_bitmap 16x16 tiles/1e3, csr_gather
+nonzeros/1e6. units2 (two paths only): tc_bitmap stored column pairs/1e6, csr_gather M*K/1e6.
+launch and rates at an anchor: least squares on relative error over the grid's points at that N
+(every shape and structure the path ran); non-negative for the two-count paths.
 """
 import re
 import sys
@@ -40,6 +41,9 @@ SAME_LAYER = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_bitmap", "cs
               "cusparselt", "cusparse_csr_bf16", "cusparse_bsr_bf16"}
 
 
+TWO_COUNTS = ("tc_bitmap", "csr_gather")  # paths with a second count (units2)
+
+
 def units(path, p):
     if path in ("cublas_dense", "cusparselt"):
         return p["m"] * p["k"] * 1e-6
@@ -50,12 +54,58 @@ def units(path, p):
     if path == "cusparse_csr":
         return p["nnz"] * 1e-6
     if path == "csr_gather":
-        return (p["nnz"] + 32.0 * p["m"]) * 1e-6
+        return p["nnz"] * 1e-6
     if path == "tc_bitmap":  # linear/policy/tc_auto.hpp: tc_path_units
-        tiles = (p["m"] + 15) // 16 * ((p["k"] + 63) // 64 * 4)
-        return (tiles + p["pairs"] / 96.0) * 1e-3 if tiles else 0.0
+        return (p["m"] + 15) // 16 * ((p["k"] + 63) // 64 * 4) * 1e-3
     per_tile = p["nnz"] / p["tiles64"] if p["tiles64"] else 0.0
     return p["tiles64"] * (1.0 + per_tile / 960.0) * 1e-3
+
+
+def units2(path, p):
+    """linear/policy/tc_auto.hpp: tc_path_units2 (0 for the one-count paths)."""
+    if path == "tc_bitmap":
+        return p["pairs"] * 1e-6
+    if path == "csr_gather":
+        return p["m"] * p["k"] * 1e-6
+    return 0.0
+
+
+def solve(a, b):
+    """a x = b for a small square system (Gaussian elimination, partial pivoting); None if singular."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        piv = max(range(c, n), key=lambda r: abs(m[r][c]))
+        if abs(m[piv][c]) < 1e-300:
+            return None
+        m[c], m[piv] = m[piv], m[c]
+        for r in range(n):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def nnls_relative(obs):
+    """(launch, rate, rate2) >= 0 minimising the sum of ((fit - t) / t)^2 over obs = [(u, u2, t)]:
+    the best of the unconstrained fits on each subset of the three terms whose terms are all >= 0
+    (the non-negative least-squares optimum is one of them)."""
+    best, best_err = (0.0, 0.0, 0.0), None
+    for mask in range(1, 8):
+        idx = [i for i in range(3) if mask >> i & 1]
+        rows = [[(1.0, u, u2)[i] / t for i in idx] for u, u2, t in obs]
+        a = [[sum(r[i] * r[j] for r in rows) for j in range(len(idx))] for i in range(len(idx))]
+        b = [sum(r[i] for r in rows) for i in range(len(idx))]
+        x = solve(a, b)
+        if x is None or any(v < 0 for v in x):
+            continue
+        c = [0.0, 0.0, 0.0]
+        for i, v in zip(idx, x):
+            c[i] = v
+        err = sum(((c[0] + c[1] * u + c[2] * u2) - t) ** 2 / (t * t) for u, u2, t in obs)
+        if best_err is None or err < best_err - 1e-15:
+            best, best_err = tuple(c), err
+    return best
 
 
 def load(spec):
@@ -111,6 +161,12 @@ def fit(pts):
             if not obs:
                 rates[path].append(None)
                 continue
+            if path in TWO_COUNTS:
+                obs2 = [(units(path, e["info"]), units2(path, e["info"]), e["times"][path])
+                        for (s, st, sp, n), e in pts.items()
+                        if n == a and path in e["times"] and units(path, e["info"]) > 0]
+                rates[path].append(nnls_relative(obs2))
+                continue
             sw = swx = swy = swxx = swxy = 0.0
             for x, y in obs:
                 w = 1.0 / (y * y)
@@ -124,7 +180,7 @@ def fit(pts):
             if b is None or l < 0 or b < 0:  # keep the previous anchor's launch, refit the rate
                 l = rates[path][-1][0] if rates[path] and rates[path][-1] else 0.0
                 b = max((swxy - l * swx) / swxx, 0.0)
-            rates[path].append((l, b))
+            rates[path].append((l, b, 0.0))
     return rates
 
 
@@ -141,7 +197,8 @@ def interp(vals, n):
 
 def estimate(rates, path, info, n):
     r = rates[path]
-    return interp([v[0] for v in r], n) + units(path, info) * interp([v[1] for v in r], n)
+    return (interp([v[0] for v in r], n) + units(path, info) * interp([v[1] for v in r], n) +
+            units2(path, info) * interp([v[2] for v in r], n))
 
 
 def runnable(path, n):
@@ -169,26 +226,32 @@ def check(pts, rates):
         print(f"  {ratio:.3f}  {key}  chose {choice}, fastest {fp}")
 
 
+ROW = r"\{\s*\{([^{}]*)\},\s*\{([^{}]*)\}(?:,\s*\{([^{}]*)\})?\s*\}"  # {{launch}, {rate}[, {rate2}]}
+
+
+def row_values(m):
+    """(launch, rate, rate2) per anchor from a ROW match (rate2 0 where the row has none)."""
+    launch, rate = ([float(v) for v in m.group(g).split(",")] for g in (1, 2))
+    rate2 = [float(v) for v in m.group(3).split(",")] if m.group(3) else [0.0] * len(launch)
+    return list(zip(launch, rate, rate2))
+
+
 def header_table(fn):
-    """The {launch}, {rate} rows of tc_auto_tuning_sm90 in the header, by path (the trailing comment)."""
+    """The rows of tc_auto_tuning_sm90 in the header, by path (the trailing comment)."""
     text = open(fn).read()
     text = text[text.index("tc_auto_tuning_sm90{"):]
     rows = {}
-    for m in re.finditer(r"\{\{([^{}]*)\},\s*\{([^{}]*)\}\},\s*//\s*(\w+)", text):
-        launch = [float(v) for v in m.group(1).split(",")]
-        rate = [float(v) for v in m.group(2).split(",")]
-        rows[m.group(3)] = list(zip(launch, rate))
+    for m in re.finditer(ROW + r",\s*//\s*(\w+)", text):
+        rows[m.group(4)] = row_values(m)
         if len(rows) == len(PATHS):
             break
     return rows
 
 
 def header_row(fn, name):
-    """The {launch}, {rate} of the constant NAME in the header (a tc_path_rates)."""
-    m = re.search(re.escape(name) + r"\{\s*\{([^{}]*)\},\s*\{([^{}]*)\}\}", open(fn).read())
-    if not m:
-        return None
-    return list(zip([float(v) for v in m.group(1).split(",")], [float(v) for v in m.group(2).split(",")]))
+    """The rates of the constant NAME in the header (a tc_path_rates)."""
+    m = re.search(re.escape(name) + ROW, open(fn).read())
+    return row_values(m) if m else None
 
 
 def same_table(fitted, table, paths=PATHS):
@@ -198,8 +261,8 @@ def same_table(fitted, table, paths=PATHS):
         if got is None or len(got) != len(ANCHORS):
             bad.append(f"{path}: not in the header's table")
             continue
-        for a, (fl, fr), (hl, hr) in zip(ANCHORS, fitted[path], got):
-            for what, f, h in (("launch", fl, hl), ("rate", fr, hr)):
+        for a, (fl, fr, fr2), (hl, hr, hr2) in zip(ANCHORS, fitted[path], got):
+            for what, f, h in (("launch", fl, hl), ("rate", fr, hr), ("rate2", fr2, hr2)):
                 if abs(f - h) > 1e-3 * max(abs(f), 1e-9) + 1e-9:
                     bad.append(f"{path} N={a} {what}: fit {f:.4g}, header {h:.4g}")
     return bad
@@ -207,7 +270,8 @@ def same_table(fitted, table, paths=PATHS):
 
 def self_test():
     """Points made from known launch/rate tables on three shapes; the fit must recover them."""
-    truth = {p: [(5.0 + i + j, 0.5 * (j + 1) * (i + 1)) for j in range(len(ANCHORS))] for i, p in enumerate(PATHS)}
+    truth = {p: [(5.0 + i + j, 0.5 * (j + 1) * (i + 1), 0.25 * (j + 1) if p in TWO_COUNTS else 0.0)
+                 for j in range(len(ANCHORS))] for i, p in enumerate(PATHS)}
     rows = []
     for m, k in ((4096, 4096), (8192, 8192), (11008, 4096)):
         for sp, tiles, blocks in ((0.9, 1.0, 1.0), (0.99, 0.9, 0.2)):
@@ -215,9 +279,9 @@ def self_test():
                     "blocks32": int(m * k / 1024 * blocks), "pairs": int(m * k / 2 * (1 - sp * sp))}
             for n in ANCHORS:
                 for bench, path in BENCH_NAME.items():
-                    l, r = truth[path][ANCHORS.index(n)]
+                    l, r, r2 = truth[path][ANCHORS.index(n)]
                     rows.append(dict(info, family="linear16", shape=f"{m}x{k}", structure="s", sparsity=sp, n=n,
-                                     path=bench, time_us=l + units(path, info) * r))
+                                     path=bench, time_us=l + units(path, info) * r + units2(path, info) * r2))
     fitted = fit(points(rows))
     bad = same_table(fitted, {p: truth[p] for p in PATHS})
     for line in bad:
@@ -247,7 +311,8 @@ def main():
             continue
         launch = ", ".join("%.4g" % v[0] for v in r)
         rate = ", ".join("%.4g" % v[1] for v in r)
-        print(f"        {{{{{launch}}}, {{{rate}}}}},  // {path}")
+        rate2 = ", {%s}" % ", ".join("%.4g" % v[2] for v in r) if path in TWO_COUNTS else ""
+        print(f"        {{{{{launch}}}, {{{rate}}}{rate2}}},  // {path}")
     if "--check" in sys.argv:
         check(pts, rates)
     if "--header-row" in sys.argv:

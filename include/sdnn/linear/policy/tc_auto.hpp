@@ -84,22 +84,26 @@ struct weight_structure {
   }
 };
 
-// The modelled time of a path: t(N) = launch(N) + units * rate(N), both piecewise linear in N
-// between the anchors (and beyond the last, along its last segment). units: cublas_dense and
-// cusparselt M*K / 1e6; sparse24 M*(K + 1000) / 1e6 (a row of W costs 1000 columns more: its tiles'
-// fixed work; without it the model could not tell 11008 x 4096 from 4096 x 11008, and of 0, 500,
-// 1000, 2000, 3000 and 4000 columns, 500-1000 replayed both builds' 2:4 grids without a miss); tc_block32 occupied blocks / 1e3; tc_tile_offsets occupied tiles / 1e3
-// weighted by their fill, tiles * (1 + nnz per tile / 960) (a tile's fixed work is worth 960
-// nonzeros of expansion, from the N = 8 fit of 50-95 % below); cusparse_csr nonzeros / 1e6;
-// tc_bitmap its 16 x 16 tiles / 1e3 weighted the same way, tiles * (1 + stored pairs per tile / 96)
-// (a tile's decode is worth 96 stored pairs, from its N = 8 times at 50-99 % on two shapes);
-// csr_gather (nonzeros + 32 per row) / 1e6 (a row's fold and store is worth about 32 nonzeros).
+// The modelled time of a path: t(N) = launch(N) + units * rate(N) + units2 * rate2(N), each
+// piecewise linear in N between the anchors (and beyond the last, along its last segment). units:
+// cublas_dense and cusparselt M*K / 1e6; sparse24 M*(K + 1000) / 1e6 (a row of W costs 1000 columns
+// more: its tiles' fixed work; without it the model could not tell 11008 x 4096 from 4096 x 11008,
+// and of 0, 500, 1000, 2000, 3000 and 4000 columns, 500-1000 replayed both builds' 2:4 grids without
+// a miss); tc_block32 occupied blocks / 1e3; tc_tile_offsets occupied tiles / 1e3 weighted by their
+// fill, tiles * (1 + nnz per tile / 960) (a tile's fixed work is worth 960 nonzeros of expansion,
+// from the N = 8 fit of 50-95 % below); cusparse_csr nonzeros / 1e6; tc_bitmap its 16 x 16 tiles /
+// 1e3; csr_gather nonzeros / 1e6. Two paths have a second count, units2, each with its own fitted
+// rate: tc_bitmap its stored pairs / 1e6 (the decode and value loads), csr_gather M*K / 1e6 (it ran
+// up to 1.2x slower on 4096 x 11008 than on 11008 x 4096 at the same nonzeros; fitted, not
+// profiled). One fixed weight for these (the 96 pairs a tile and 32 nonzeros a row used before)
+// could not follow the bitmap kernel's measured cost at both 50 % and 99 %.
 inline constexpr int tc_anchor_count = 6;
 inline constexpr std::array<double, tc_anchor_count> tc_anchors{1, 8, 32, 128, 512, 2048};
 
 struct tc_path_rates {
   std::array<double, tc_anchor_count> launch{};  // us per run at each anchor N
   std::array<double, tc_anchor_count> rate{};    // us per unit at each anchor N
+  std::array<double, tc_anchor_count> rate2{};   // us per second unit (tc_path_units2; 0 where none)
 };
 
 struct tc_auto_tuning {
@@ -124,10 +128,10 @@ struct tc_auto_tuning {
 // streamed weights without allocating in L1 (linear16_stream_hint_NVIDIA-H100_2026-11-27.jsonl,
 // unstructured and blocks, N up to 2048). CTest host.tc_auto_table checks that the rows below are
 // that fit. Replayed on those points (with tc_runnable's limits), the modelled choice is within 5 %
-// of the fastest measured path at 208 of 216 (worst 1.17x: 4096 x 11008 at 50 %, N = 32, cuBLAS
-// modelled and tc_bitmap measured faster; 4096 x 11008 at 70 %, N = 1, csr_gather modelled and
-// tc_bitmap faster: where the bitmap kernel's gain at 50-70 % moved the measured crossings past
-// what one linear rate per N bucket follows).
+// of the fastest measured path at 213 of 216 (208 with one count a path; worst 1.17x: 4096 x 11008
+// at 70 %, N = 1, csr_gather modelled and tc_bitmap measured faster), and at 143 of 144 points of
+// the later grid run with every path (linear16_auto_unstr_hint_NVIDIA-H100_2026-11-27.jsonl; 138
+// with one count).
 inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
     {9, 0},
     "NVIDIA H100 80GB HBM3 (2026-11-25)",
@@ -140,8 +144,10 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
         {{6.373, 6.545, 9.681, 9.051, 31.16, 31.16}, {0.4629, 0.4605, 0.4592, 0.7803, 1.874, 7.768}}, // sparse24
         {{18.11, 18.11, 18.11, 18.11, 18.11, 18.11}, {2.229, 91.38, 242.1, 887.1, 3460, 14030}},     // cusparse_csr
         {{15.55, 14.62, 14.8, 15.53, 18.5, 8.457}, {0.6894, 0.7074, 0.7042, 0.6883, 0.8489, 3.522}},  // cusparselt
-        {{5.829, 5.192, 6.396, 21.38, 80.28, 321.9}, {0.0947, 0.08773, 0.1142, 0.4426, 1.75, 6.906}},  // tc_bitmap
-        {{7.262, 10.35, 30.84, 113.3, 444.1, 1744}, {1.73, 1.932, 9.298, 37.39, 149.2, 599.5}},    // csr_gather
+        {{4.767, 4.89, 4.68, 14, 49.67, 193.5}, {0.1166, 0.0939, 0.1498, 0.5989, 2.401, 9.616},
+         {0.5692, 0.7849, 0.5403, 1.807, 6.673, 24.41}},  // tc_bitmap
+        {{7.015, 9.021, 17.33, 60.3, 233.3, 900}, {1.717, 1.877, 8.529, 34.2, 136.2, 546.9},
+         {0.01709, 0.05224, 0.5559, 2.225, 8.906, 35.8}},  // csr_gather
     }},
     0.6,
     0.6,
@@ -187,13 +193,18 @@ inline double tc_path_units(tc_path p, weight_structure const& w) {
       return double(w.tiles64) * (1.0 + per_tile / 960.0) * 1e-3;
     }
     case tc_path::cusparse_csr: return double(w.nnz) * 1e-6;
-    case tc_path::tc_bitmap: {
-      double const tiles = double(w.tiles16());
-      return tiles > 0 ? (tiles + double(w.pairs) / 96.0) * 1e-3 : 0.0;
-    }
-    case tc_path::csr_gather: return (double(w.nnz) + 32.0 * double(w.m)) * 1e-6;
+    case tc_path::tc_bitmap: return double(w.tiles16()) * 1e-3;
+    case tc_path::csr_gather: return double(w.nnz) * 1e-6;
   }
   return 0;
+}
+// The second count of a path (tc_path_rates::rate2), 0 for the paths with one.
+inline double tc_path_units2(tc_path p, weight_structure const& w) {
+  switch (p) {
+    case tc_path::tc_bitmap: return double(w.pairs) * 1e-6;
+    case tc_path::csr_gather: return double(w.m) * double(w.k) * 1e-6;
+    default: return 0;
+  }
 }
 
 // The modelled microseconds of one run of path p with n rows.
@@ -207,7 +218,8 @@ inline double tc_interpolate(std::array<double, tc_anchor_count> const& v, std::
 }
 inline double tc_estimate_us(tc_auto_tuning const& t, tc_path p, weight_structure const& w, std::int64_t n) {
   auto const& r = t.paths[std::size_t(p)];
-  return tc_interpolate(r.launch, n) + tc_path_units(p, w) * tc_interpolate(r.rate, n);
+  return tc_interpolate(r.launch, n) + tc_path_units(p, w) * tc_interpolate(r.rate, n) +
+         tc_path_units2(p, w) * tc_interpolate(r.rate2, n);
 }
 
 // Which paths can run W: cuBLAS always; sparse24 and cusparselt only for a 2:4 W (the plan also
