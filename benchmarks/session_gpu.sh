@@ -16,7 +16,7 @@
 # (two at once): the 2:4 tests, whose [cusparselt] case needs it, linked to a Catch2 v2 main built
 # elsewhere (LT_CATCH_MAIN: its object; LT_CATCH_INCLUDE: the folder holding catch2/catch.hpp),
 # run as LT_TESTS (default [sparse24]), and bench_linear16, run with LT_BENCH_ARGS (JSON lines to
-# $OUT/bench_linear16_lt.jsonl).
+# $OUT/bench_linear16_lt.jsonl); LT_ARCH=90a builds both for sm_90a with the wgmma.sp tiles.
 # With PY=1 only the Python stage runs: the package is built there with CMake (the module links the
 # GPU machine's Python; PYTHON, default python3), its tests run with SDNN_REQUIRE_GPU=1 (PY_TESTS:
 # pytest -k filter), examples/python/prune_convert.py at PY_EXAMPLE_BATCHES (default 1 1024), then
@@ -44,7 +44,10 @@ if [ "${LT:-0}" = 1 ]; then
   ltlib=$(ls "$lt"/lib/libcusparseLt.so* 2>/dev/null | head -1)
   [ -f "$lt/include/cusparseLt.h" ] && [ -n "$ltlib" ] || { say "cuSPARSELt not found (nvidia.cusparselt: '$lt')"; exit 1; }
   mkdir -p "$B/lt"
-  flags=(-std=c++17 -O3 -DNDEBUG -arch=sm_90 --expt-relaxed-constexpr --extended-lambda -DSDNN_HAS_CUDA=1
+  # LT_ARCH=90a: the wgmma.sp tiles too (SDNN_SPARSE24_WGMMA=1), as a CMake build for 90a has them.
+  if [ "${LT_ARCH:-90}" = 90a ]; then arch=(-gencode=arch=compute_90a,code=sm_90a -DSDNN_SPARSE24_WGMMA=1)
+  else arch=(-arch=sm_90); fi
+  flags=(-std=c++17 -O3 -DNDEBUG "${arch[@]}" --expt-relaxed-constexpr --extended-lambda -DSDNN_HAS_CUDA=1
          -DSDNN_HAS_CUSPARSELT=1 -Iinclude -Ibenchmarks/common -Itests/common "-I$lt/include")
   libs=(-Xlinker "$ltlib" -lcublas -lcusparse -Xlinker -rpath -Xlinker "$lt/lib")  # nvcc takes no .so.0 file
   t0=$(date +%s)
