@@ -5,9 +5,16 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace sdnn::kernels {
+
+// Whether Y (row pitch ld elements of elem_bytes) takes store_staged_rows' 16-byte pieces: Y and
+// ld * elem_bytes multiples of 16 bytes. Computed once per launch by the plan.
+inline bool staged_rows_vec(void const* y, std::int64_t ld, std::size_t elem_bytes) {
+  return reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && (static_cast<std::uint64_t>(ld) * elem_bytes) % 16 == 0;
+}
 
 // Copies Rows x Cols values of Out staged in shared memory (row r at s + r * pitch elements; rows
 // and pitch multiples of 16 bytes) to Y (row pitch ld elements): staged row r goes to Y row

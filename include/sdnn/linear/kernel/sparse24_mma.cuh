@@ -44,6 +44,7 @@ struct sparse24_args {
   std::uint32_t const* meta = nullptr;   // [m_pad/16][k_pad/64][32] metadata words (sparse24_meta_lane order)
   void* y = nullptr;                     // [n x y_ld] of Out, row-major
   std::int64_t y_ld = 0;                 // elements
+  bool y_vec = false;                    // Y stored in 16-byte pieces (staged_rows_vec)
   int m = 0, n = 0, k = 0;               // logical extents: W is m x k, X is n x k
   int k_pad = 0;                         // K rounded up to sparse24_k_align (0 when k == 0)
   int n_tiles = 0;                       // ceil(n / BN); tile t covers m tile t / n_tiles, n tile t % n_tiles
@@ -449,8 +450,7 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
           sy[nl * Y_PITCH + ml] = sp_detail::from_float<Out>(gm < p.m ? p.epi(acc[i][j][c], gm) : 0.0f);
         }
   __syncthreads();
-  bool const vec_ok = p.y_ld % (16 / int(sizeof(Out))) == 0 && (reinterpret_cast<std::uintptr_t>(p.y) & 15) == 0;
-  store_staged_rows<BN, BM>(sy, Y_PITCH, static_cast<Out*>(p.y), p.y_ld, n0, m0, p.n, p.m, vec_ok, tid, THREADS);
+  store_staged_rows<BN, BM>(sy, Y_PITCH, static_cast<Out*>(p.y), p.y_ld, n0, m0, p.n, p.m, p.y_vec, tid, THREADS);
 }
 
 }  // namespace sdnn::kernels

@@ -58,7 +58,7 @@ struct tc_block_tma_params {
   std::int32_t const* col_idx = nullptr;  // [nnzb]
   void* y = nullptr;                      // [n x y_ld] of Out
   std::int64_t y_ld = 0;
-  bool y_vec = false;                     // y and y_ld * sizeof(Out) are multiples of 16 bytes
+  bool y_vec = false;                     // y stored in 16-byte pieces (staged_rows_vec)
   std::int32_t m = 0, n = 0;              // W rows (output features), X rows
   std::int32_t row_blocks = 0;            // ceil(m / BR): unit u is block row u % row_blocks,
                                           // X tile u / row_blocks (the block rows of a tile together)

@@ -382,6 +382,7 @@ class sparse24_linear_plan {
     a.meta = meta_.data();
     a.y = y.data;
     a.y_ld = y.rows > 1 ? y.ld : y.cols;
+    a.y_vec = kernels::staged_rows_vec(y.data, a.y_ld, sizeof(Out));
     a.m = static_cast<int>(m_);
     a.n = static_cast<int>(n);
     a.k = static_cast<int>(k_);

@@ -503,7 +503,7 @@ class tc_linear_plan {
     p.col_idx = v.col_idx;
     p.y = y.data;
     p.y_ld = y.ld;
-    p.y_vec = reinterpret_cast<std::uintptr_t>(y.data) % 16 == 0 && (y.ld * sizeof(Out)) % 16 == 0;
+    p.y_vec = kernels::staged_rows_vec(y.data, y.ld, sizeof(Out));
     p.m = m_;
     p.n = static_cast<std::int32_t>(n);
     p.row_blocks = s.panels;
