@@ -151,22 +151,21 @@ def points(rows):
 def fit(pts):
     """Per path and anchor N: launch + rate * units by least squares on relative error (weights
     1 / t^2) over the grid's points at that N; where that gives a negative launch, the previous
-    anchor's launch is kept and the rate refit."""
+    anchor's launch is kept and the rate refit. Paths with a second count: nnls_relative."""
     rates = {}
     for path in PATHS:
         rates[path] = []
         for a in ANCHORS:
-            obs = [(units(path, e["info"]), e["times"][path]) for (s, st, sp, n), e in pts.items()
-                   if n == a and path in e["times"] and units(path, e["info"]) > 0]
-            if not obs:
+            at = [e for (s, st, sp, n), e in pts.items()
+                  if n == a and path in e["times"] and units(path, e["info"]) > 0]
+            if not at:
                 rates[path].append(None)
                 continue
             if path in TWO_COUNTS:
-                obs2 = [(units(path, e["info"]), units2(path, e["info"]), e["times"][path])
-                        for (s, st, sp, n), e in pts.items()
-                        if n == a and path in e["times"] and units(path, e["info"]) > 0]
-                rates[path].append(nnls_relative(obs2))
+                rates[path].append(nnls_relative([(units(path, e["info"]), units2(path, e["info"]), e["times"][path])
+                                                  for e in at]))
                 continue
+            obs = [(units(path, e["info"]), e["times"][path]) for e in at]
             sw = swx = swy = swxx = swxy = 0.0
             for x, y in obs:
                 w = 1.0 / (y * y)
