@@ -88,6 +88,7 @@ char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_
 //   --budget=0.25 (seconds per measurement, see below), --check=0|1 (rel_err against cuBLAS),
 //   --csr-float-max-n=128, --bitmap-max-n=128, --gather-max-n=128,
 //   --quick (11008x4096; N 8, 32, 2048; unstructured 0.9; blocks 0.9; 2:4).
+//   --flush=dirty|clean (how L2 is flushed before a timed launch, see Timing), --floors=1|0 (read floors).
 //   SDNN_COMMIT (env): the commit recorded in every line ("unknown" if unset).
 //
 // Paths (exact names):
@@ -120,13 +121,19 @@ char const* const kPaths[] = {"cublas_bf16",       "cublas_fp16",       "cublas_
 // A refusal (a cuSPARSE status, a plan that cannot be made) is a JSON line with "error"; the run goes on.
 //
 // Timing: one untimed launch, one flushed timed probe, the rest of the warm-up (3 launches in all),
-// then the median of --reps launches, each between two CUDA events after an L2 flush (a memset of
-// twice the L2, outside the events). Measurement budget: a launch slower than budget / reps (12.5 ms
-// with the defaults, > 30x cuBLAS everywhere in this grid) gets floor(budget / probe) reps, at least
-// 5, and no further warm-up; its line says "reps" and "reps_reduced". --budget=0: always --reps.
+// then the median of --reps launches, each between two CUDA events after an L2 flush outside the
+// events: --flush=dirty (the default) memsets twice the L2, which leaves about an L2 of dirty lines
+// that the timed launch writes back as it reads; --flush=clean reads twice the L2 with a kernel,
+// which leaves clean lines, as a network's previous layer reading its weights would. Measurement
+// budget: a launch slower than budget / reps (12.5 ms with the defaults, > 30x cuBLAS everywhere in
+// this grid) gets floor(budget / probe) reps, at least 5, and no further warm-up; its line says
+// "reps" and "reps_reduced". --budget=0: always --reps.
 // Fields: time_us (median), min_us, max_us, reps, speedup_vs_cublas_bf16, w_bytes (W as that path
 // stores it), pct_hbm ((w_bytes + X + Y) / time / 3.35e12), pct_tc (2 M K N / time / 989e12), rel_err
-// (||Y - Y_ref|| / ||Y_ref||, Y_ref = cuBLAS bf16 on the same W), check (ok / FAIL above 2e-2).
+// (||Y - Y_ref|| / ||Y_ref||, Y_ref = cuBLAS bf16 on the same W), check (ok / FAIL above 2e-2), flush,
+// floor_us (--floors=1: the median time, timed the same way, of one read of `bytes` bytes by a plain
+// streaming kernel, 16-byte loads over every SM: what a launch that only moved this path's bytes
+// took here) and floor_ratio (time_us / floor_us).
 // Summary lines: fastest (over the paths computing the bf16 layer: cuBLAS bf16, the sdnn tensor-core
 // plans, cuSPARSELt, cuSPARSE; the shape's dense paths count at every structure), fastest_any (fp16,
 // tf32 and float too), best_sdnn (tc_*, csr_gather, sparse24, sdnn_csr_float), and
@@ -145,6 +152,8 @@ struct options {
   std::int64_t bitmap_max_n = 128;  // tc_bitmap re-reads W per 32 rows: small N only
   std::int64_t gather_max_n = 128;  // csr_gather re-reads W per 16 rows
   std::string commit = "unknown";
+  bool clean_flush = false;  // --flush=clean
+  bool floors = true;        // --floors
   bool want(std::string const& p) const { return p == "cublas_bf16" || paths.empty() || paths.count(p) > 0; }
 };
 options g_opt;
@@ -166,7 +175,8 @@ std::vector<std::string> split(std::string const& v, char sep) {
                "bench_linear16: %s\n"
                "usage: bench_linear16 [--quick] [--shapes=MxK,..] [--n=1,8,..] [--unstructured=0.9,..] "
                "[--blocked=0.9,..] [--sparse24=0|1] [--dense=0|1] [--paths=name,..] [--reps=20] [--warmup=3] "
-               "[--budget=0.25] [--check=0|1] [--csr-float-max-n=128] [--bitmap-max-n=128] [--gather-max-n=128]\n",
+               "[--budget=0.25] [--check=0|1] [--csr-float-max-n=128] [--bitmap-max-n=128] [--gather-max-n=128] "
+               "[--flush=dirty|clean] [--floors=1|0]\n",
                why.c_str());
   std::exit(why == "help" ? 0 : 2);
 }
@@ -228,6 +238,11 @@ void parse(int argc, char** argv) {
         g_opt.bitmap_max_n = std::stoll(val);
       } else if (key == "gather-max-n") {
         g_opt.gather_max_n = std::stoll(val);
+      } else if (key == "flush") {
+        if (val != "dirty" && val != "clean") usage("--flush is dirty or clean, got '" + val + "'");
+        g_opt.clean_flush = val == "clean";
+      } else if (key == "floors") {
+        g_opt.floors = std::stoi(val) != 0;
       } else {
         usage("unknown option '--" + key + "'");
       }
@@ -416,7 +431,7 @@ using sdnn_bench::machine;
 using sdnn_bench::utc_time;
 json_line result_line() {
   json_line j("linear16");
-  j.str("utc", utc_time()).str("commit", g_opt.commit);
+  j.str("utc", utc_time()).str("commit", g_opt.commit).str("flush", g_opt.clean_flush ? "clean" : "dirty");
   return j;
 }
 
@@ -429,6 +444,10 @@ struct device_ctx {
   cusparseHandle_t sparse = nullptr;
   buffer<unsigned char, device_space> flush;
   buffer<unsigned char, device_space> sp_ws;  // cuSPARSE's SpMM buffer, grown as needed
+  buffer<unsigned char, device_space> floor_src;  // what the read floors read, grown as needed
+  buffer<unsigned, device_space> sink;            // the read kernel's never-taken store
+  std::map<std::int64_t, double> floors;          // read floor (s) by bytes / 64 KiB
+  int read_grid = 0;
   cudaEvent_t a = nullptr, b = nullptr;
   int turn = 0;
 };
@@ -441,8 +460,32 @@ struct timing {
   bool reduced = false;
 };
 
+// One read of n 16-byte words, four independent loads a thread in flight; the xor of what it read
+// is stored only if it equals a constant, so that the loads are not dropped (the flush buffer and
+// the floor source are memset to bytes whose xor over 16-byte words is 0).
+__global__ void bench16_read(uint4 const* __restrict__ p, std::size_t n, unsigned* sink) {
+  std::size_t const stride = std::size_t(gridDim.x) * blockDim.x;
+  std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  unsigned acc = 0;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 const a = __ldg(p + i), b = __ldg(p + i + stride), c = __ldg(p + i + 2 * stride), d = __ldg(p + i + 3 * stride);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  }
+  for (; i < n; i += stride) {
+    uint4 const a = __ldg(p + i);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
+void read_bytes(unsigned char const* p, std::size_t bytes) {
+  bench16_read<<<g_dev->read_grid, 256, 0, g_dev->stream>>>(reinterpret_cast<uint4 const*>(p), bytes / 16,
+                                                            g_dev->sink.data());
+  SDNN_CUDA_CHECK(cudaGetLastError());
+}
+
 void flush_l2() {
-  SDNN_CUDA_CHECK(cudaMemsetAsync(g_dev->flush.data(), ++g_dev->turn & 0xFF, g_dev->flush.size(), g_dev->stream));
+  if (g_opt.clean_flush) read_bytes(g_dev->flush.data(), g_dev->flush.size());
+  else SDNN_CUDA_CHECK(cudaMemsetAsync(g_dev->flush.data(), ++g_dev->turn & 0xFF, g_dev->flush.size(), g_dev->stream));
 }
 template <class F>
 double timed_once(F& f) {
@@ -479,6 +522,25 @@ timing measure(F&& f) {
   t.max_s = s.back();
   t.reps = reps;
   return t;
+}
+
+// The read floor of `bytes` bytes (rounded up to 64 KiB), measured once per size: see the header.
+double read_floor_s(double bytes) {
+  std::int64_t const key = std::int64_t(std::ceil(bytes / 65536.0));
+  if (key <= 0) return 0.0;
+  auto it = g_dev->floors.find(key);
+  if (it != g_dev->floors.end()) return it->second;
+  std::size_t const n = std::size_t(key) * 65536;
+  if (g_dev->floor_src.size() < n) {
+    SDNN_CUDA_CHECK(cudaStreamSynchronize(g_dev->stream));
+    g_dev->floor_src = {};
+    g_dev->floor_src = buffer<unsigned char, device_space>(n, exec());
+    SDNN_CUDA_CHECK(cudaMemsetAsync(g_dev->floor_src.data(), 0x5a, n, g_dev->stream));
+  }
+  unsigned char const* src = g_dev->floor_src.data();
+  double const s = measure([&] { read_bytes(src, n); }).med_s;
+  g_dev->floors[key] = s;
+  return s;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -661,6 +723,10 @@ void emit(point const& p, result const& r) {
   j.num("speedup_vs_cublas_bf16", p.cublas_s > 0 ? p.cublas_s / t : 0.0);
   j.num("w_bytes", r.w_bytes).num("bytes", bytes).num("pct_hbm", 100.0 * bytes / t / kHbmPeak);
   j.num("pct_tc", 100.0 * 2.0 * m * k * n / t / kTcPeak);
+  if (g_opt.floors && bytes > 0) {
+    double const f = read_floor_s(bytes);
+    j.num("floor_us", f * 1e6).num("floor_ratio", f > 0 ? t / f : 0.0);
+  }
   if (r.rel_err >= 0 || std::isnan(r.rel_err))
     j.num("rel_err", r.rel_err).str("check", r.rel_err <= kCheckTol ? "ok" : "FAIL");
   if (!r.chosen.empty()) j.str("chosen", r.chosen);
@@ -1234,6 +1300,12 @@ int main(int argc, char** argv) {
       SDNN_CUDA_CHECK(cudaGetDevice(&d));
       SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, d));
       dev.flush = buffer<unsigned char, device_space>(std::size_t(2) * std::size_t(std::max(l2, 1 << 20)), exec());
+      SDNN_CUDA_CHECK(cudaMemsetAsync(dev.flush.data(), 0x5a, dev.flush.size(), dev.stream));
+      dev.sink = buffer<unsigned, device_space>(1, exec());
+      int sms = 0, per_sm = 0;
+      SDNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d));
+      SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bench16_read, 256, 0));
+      dev.read_grid = sms * std::max(per_sm, 1);
     }
     auto const& mi = machine();
     std::fprintf(stderr,
@@ -1257,6 +1329,8 @@ int main(int argc, char** argv) {
     SDNN_CUDA_CHECK(cudaStreamSynchronize(dev.stream));
     dev.flush = {};
     dev.sp_ws = {};
+    dev.floor_src = {};
+    dev.sink = {};
     SDNN_CUDA_CHECK(cudaStreamSynchronize(dev.stream));
     cusparseDestroy(dev.sparse);
     cublasDestroy(dev.blas);

@@ -11,7 +11,10 @@ Writes
                   time over the fastest path's (tag of the fastest), and the same two rows for
                   `automatic_tuned` when the file has it;
   --md FILE       a Markdown table of every point: cuBLAS time, fastest path, best sdnn speedup, automatic's
-                  (and automatic_tuned's) choice and ratio to the fastest, refused paths, check failures.
+                  (and automatic_tuned's) choice and ratio to the fastest, refused paths, check failures;
+                  where the lines carry read floors (floor_us), a second table: each point's cuBLAS and best
+                  sdnn path against the time of one plain read of their bytes, and the ceiling that sets
+                  on the speedup (cuBLAS time / the best sdnn path's floor).
 "Fastest" is over the paths that compute the bf16 layer (cuBLAS bf16, the sdnn tensor-core plans, cuSPARSELt,
 cuSPARSE; not the fp16 / tf32 / float ones), as in the program's summary lines. The dense paths (structure
 "dense", measured once per (shape, N)) count at every structure of their shape. Lines of a later run replace
@@ -103,6 +106,7 @@ def analyse(paths):
     for a in AUTO_PATHS:
         d = paths.get(a)
         r[a] = d if ok(d) else None
+    r["lines"] = good
     r["refused"] = sorted(p for p, d in paths.items() if "error" in d)
     r["failed"] = sorted(p for p, d in paths.items() if d.get("check") == "FAIL")
     return r
@@ -221,9 +225,39 @@ def write_md(res, meta, out):
             fmt(t["time_us"] / r["fastest_us"]) if t and r["fastest_us"] else "",
             ", ".join(r["refused"]), ("FAIL: " + ", ".join(r["failed"])) if r["failed"] else "ok",
         ]) + " |")
+    rows += floors_md(res)
     with open(out, "w") as f:
         f.write("\n".join(rows) + "\n")
     print(f"wrote {out}")
+
+
+def floors_md(res):
+    """The read-floor table (empty without floor_us in the lines)."""
+    if not any("floor_us" in d for r in res.values() for d in r["lines"].values()):
+        return []
+    flushes = sorted({d.get("flush", "dirty") for r in res.values() for d in r["lines"].values()})
+    rows = ["", "## Read floors", "",
+            f"L2 flush: {' / '.join(flushes)}. `floor` is the median time of one plain read of the path's bytes (W as "
+            "it stores it, X and Y), timed like the paths; `x floor` is the path's time over it. `ceiling` is cuBLAS "
+            "bf16's time over the best sdnn path's floor: the speedup a kernel moving those bytes could reach if it "
+            "ran at that read's pace.", "",
+            "| W | structure | N | cuBLAS us | cuBLAS floor us | cuBLAS x floor | best sdnn | us | floor us | x floor | "
+            "ceiling | speedup | automatic | auto x its floor |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (shape, st, sp, n) in sorted(res, key=lambda k: (shape_key(k[0]), row_key(k[1], k[2]), k[3])):
+        r = res[(shape, st, sp, n)]
+        lines = r["lines"]
+        cub, best, a = lines.get("cublas_bf16"), lines.get(r["best_sdnn"]) if r["best_sdnn"] else None, r["automatic"]
+        if not best or "floor_us" not in best:
+            continue
+        rows.append("| " + " | ".join([
+            shape, row_label(st, sp), str(n), fmt(r["cublas_us"], ".1f"),
+            fmt(cub.get("floor_us") if cub else None, ".1f"), fmt(cub.get("floor_ratio") if cub else None),
+            r["best_sdnn"], fmt(best["time_us"], ".1f"), fmt(best["floor_us"], ".1f"), fmt(best.get("floor_ratio")),
+            fmt(speedup(r, best["floor_us"])), fmt(speedup(r, best["time_us"])),
+            a.get("chosen", "") if a else "", fmt(a.get("floor_ratio")) if a else "",
+        ]) + " |")
+    return rows
 
 
 def main():
