@@ -73,6 +73,12 @@ TEMPLATE_TEST_CASE("tc_bitmap: against the reference at odd sizes, every batch w
   check<T, T>(w1, random_matrix<T>(16, 784, seed++), {0, 0, true});
   auto const w2 = pruned<T>(40, 4096, 0.95, seed++);
   check<T, float>(w2, random_matrix<T>(7, 4096, seed++));
+  // Long rows, dense and half dense: a warp's column groups hold thousands of stored pairs (more
+  // than a shared-memory staging of them holds at once), the last group partial.
+  for (double sp : {0.0, 0.5}) {
+    auto const w = pruned<T>(40, 8200, sp, seed++);
+    for (std::int64_t n : {1, 8, 32}) check<T, T>(w, random_matrix<T>(n, w.cols(), seed++));
+  }
 }
 
 TEMPLATE_TEST_CASE("tc_bitmap: all-zero, dense and empty-row weights; NaN and Inf propagate", "[cuda][tc_bitmap]", bf16,
