@@ -426,6 +426,13 @@ TEST_CASE("sparse24 linear: whole tiles then split tiles (more tiles than reside
   REQUIRE(s2.units == s2.tiles);
   auto s3 = ops::detail::sparse24_make_schedule(100, 1, 0, 128, 8, 128, 264);  // K = 0
   REQUIRE(s3.splits == 1);
+  // A split target below the slots (the n8 tile's one CTA an SM): 86 tiles fill 132 SMs unsplit,
+  // 64 take 2 splits, 32 take 4.
+  REQUIRE(ops::detail::sparse24_make_schedule(11008, 8, 4096, 128, 8, 128, 264, 132).splits == 1);
+  REQUIRE(ops::detail::sparse24_make_schedule(8192, 8, 8192, 128, 8, 128, 264, 132).splits == 2);
+  auto s4 = ops::detail::sparse24_make_schedule(4096, 1, 4096, 128, 8, 128, 264, 132);
+  REQUIRE(s4.splits == 4);
+  REQUIRE(s4.units == 128);
   // On the device: 2100 x 2100 outputs, more tiles than one wave holds (auto, then two tiles forced);
   // every m tile is checked on every 8th row of Y (the reference on all rows would take seconds).
   std::int64_t const m = 2100, k = 1024, n = 2100;

@@ -72,20 +72,22 @@ struct tile_tag {
 };
 
 // How a run covers the output: whole tiles first, then the tiles of the last partial wave split
-// along K (kernels::sparse24_args). Invariant: (tiles - full_tiles) * splits <= slots, which
+// along K (kernels::sparse24_args) into at most `target` CTAs (slots, the resident CTAs, unless a
+// smaller target is given). Invariant: (tiles - full_tiles) * splits <= target <= slots, which
 // bounds the workspace by slots x BM x BN floats whatever N is.
 struct sparse24_schedule {
   int tiles = 0, full_tiles = 0, splits = 1, k_tiles_per_split = 0, units = 0, n_tiles = 0;
 };
 inline sparse24_schedule sparse24_make_schedule(std::int64_t m, std::int64_t n, int k_pad, int bm, int bn, int bk,
-                                                int slots) {
+                                                int slots, int target = 0) {
   constexpr int min_steps = 4;   // BK steps per split: below this the pipeline never fills
   constexpr int max_splits = 16;
   sparse24_schedule s;
   s.n_tiles = static_cast<int>((n + bn - 1) / bn);
   s.tiles = static_cast<int>((m + bm - 1) / bm) * s.n_tiles;
   int const k_tiles = k_pad / bk, rem = s.tiles % slots;
-  int splits = rem == 0 ? 1 : std::min({slots / rem, k_tiles / min_steps, max_splits});
+  target = target > 0 ? std::min(target, slots) : slots;
+  int splits = rem == 0 ? 1 : std::min({target / rem, k_tiles / min_steps, max_splits});
   if (splits > 1) {
     int const per = (k_tiles + splits - 1) / splits;
     splits = (k_tiles + per - 1) / per;  // no empty split
@@ -240,7 +242,8 @@ class sparse24_linear_plan {
     std::string s;
     with_tile(i, [&](auto tag) {
       using Tile = typename decltype(tag)::type;
-      auto const sc = detail::sparse24_make_schedule(m_, n, k_pad_, Tile::bm, Tile::bn, Tile::bk, slots_[i]);
+      auto const sc = detail::sparse24_make_schedule(m_, n, k_pad_, Tile::bm, Tile::bn, Tile::bk, slots_[i],
+                                                     split_target<Tile>(slots_[i]));
       s = ::sdnn::detail::concat(tile_name<Tile>(), " tiles ", sc.tiles, " splits ", sc.splits, " ctas ", sc.units,
                                  " (", slots_[i] / sms_, "/SM)");
     });
@@ -273,6 +276,14 @@ class sparse24_linear_plan {
     ((i == int(I) ? (f(detail::tile_tag<typename detail::sparse24_tile_at<int(I), tiles_t>::type>{}), 0) : 0), ...);
   }
 
+  // The CTAs the last wave's split tiles may fill: the n8 tile's split units stream W, and two of
+  // them on one SM share its bandwidth, so they fill the SMs, not the resident slots (tuning table).
+  template <class Tile>
+  int split_target(int slots) const {
+    if constexpr (std::is_same_v<Tile, policy::sparse24_tile_n8>)
+      return std::min(slots, sms_ * policy::sparse24_n8_split_ctas_per_sm);
+    else return slots;
+  }
   template <class Tile, class XSrc>
   static auto kernel() {
     return &kernels::sparse24_mma_kernel<NT, NOut, Tile, XSrc>;
@@ -376,7 +387,8 @@ class sparse24_linear_plan {
   void launch(detail::tile_tag<Tile>, XSrc const& xs, int index, cuda_exec exec, std::int64_t n, dense_view<Out> y,
               basic_epilogue<float> const& epi, workspace ws) const {
     int const slots = index >= 0 ? slots_[std::size_t(index)] : fallback_slots_;
-    auto const sc = detail::sparse24_make_schedule(m_, n, k_pad_, Tile::bm, Tile::bn, Tile::bk, slots);
+    auto const sc = detail::sparse24_make_schedule(m_, n, k_pad_, Tile::bm, Tile::bn, Tile::bk, slots,
+                                                   split_target<Tile>(slots));
     kernels::sparse24_args a;
     a.values = values_.data();
     a.meta = meta_.data();

@@ -136,6 +136,13 @@ struct sparse24_tuning_sm90 {
   static constexpr std::int64_t w_n8_max = 8, w_n32_max = 32, w_n64_max = 64, w_mid_max = 128;
   static constexpr std::int64_t ws_n8_max = 8, ws_n32_max = 32, ws_n64_max = 64, ws_mid_max = 512;
 };
+// The n8 tile's K split fills at most this many CTAs per SM (its two resident CTAs an SM would
+// otherwise take twice as many splits). Measured on H100 (sm_90a build, L2 flushed, two rounds,
+// us at N = 1 / 8; sparse24_notes.md v7): 11008 x 4096 (86 tiles) no split 29.9 / 29.8 against 3
+// splits 30.7 / 30.8; 8192 x 8192 (64 tiles) 2 splits 41.0 / 41.1 against 4: 41.2 / 41.2; 4096 x
+// 11008 and 4096 x 4096 (32 tiles) 4 splits 30.5 / 30.6 and 15.7 / 15.8 against 8: 30.9 / 30.8
+// and 16.1 / 16.2.
+inline constexpr int sparse24_n8_split_ctas_per_sm = 1;
 // Older GPUs (sm_80 .. sm_89): not measured; bounds from the tile shapes alone (no wgmma there).
 struct sparse24_tuning_default {
   static constexpr arch measured{8, 0};
