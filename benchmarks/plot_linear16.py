@@ -202,17 +202,26 @@ def fmt(v, spec=".2f"):
     return "" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
 
 
+def md_header(cols):
+    return ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+
+
+def in_order(res):
+    """The points by shape (largest first), structure and sparsity, then N."""
+    return sorted(res, key=lambda k: (shape_key(k[0]), row_key(k[1], k[2]), k[3]))
+
+
 def write_md(res, meta, out):
     def one(k):
         return " / ".join(sorted(meta.get(k, {"?"})))
 
     rows = [f"# bench_linear16: {one('gpu')}, CUDA {one('cuda_runtime')}, {one('date')}, commit {one('commit')}", "",
             "Speedups are cuBLAS bf16 time / path time (same process, L2 flushed); `auto / fastest` is the automatic "
-            "layer's time over the fastest bf16 path's (1.00: it matched the best).", "",
-            "| W | structure | N | cuBLAS bf16 us | fastest | fastest us | fastest x | best sdnn | best sdnn x | "
-            "automatic | auto x | auto / fastest | tuned | tuned / fastest | refused | check |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (shape, st, sp, n) in sorted(res, key=lambda k: (shape_key(k[0]), row_key(k[1], k[2]), k[3])):
+            "layer's time over the fastest bf16 path's (1.00: it matched the best).", ""]
+    rows += md_header(["W", "structure", "N", "cuBLAS bf16 us", "fastest", "fastest us", "fastest x", "best sdnn",
+                       "best sdnn x", "automatic", "auto x", "auto / fastest", "tuned", "tuned / fastest", "refused",
+                       "check"])
+    for (shape, st, sp, n) in in_order(res):
         r = res[(shape, st, sp, n)]
         a, t = r["automatic"], r["automatic_tuned"]
         rows.append("| " + " | ".join([
@@ -240,11 +249,10 @@ def floors_md(res):
             f"L2 flush: {' / '.join(flushes)}. `floor` is the median time of one plain read of the path's bytes (W as "
             "it stores it, X and Y), timed like the paths; `x floor` is the path's time over it. `ceiling` is cuBLAS "
             "bf16's time over the best sdnn path's floor: the speedup a kernel moving those bytes could reach if it "
-            "ran at that read's pace.", "",
-            "| W | structure | N | cuBLAS us | cuBLAS floor us | cuBLAS x floor | best sdnn | us | floor us | x floor | "
-            "ceiling | speedup | automatic | auto x its floor |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (shape, st, sp, n) in sorted(res, key=lambda k: (shape_key(k[0]), row_key(k[1], k[2]), k[3])):
+            "ran at that read's pace.", ""]
+    rows += md_header(["W", "structure", "N", "cuBLAS us", "cuBLAS floor us", "cuBLAS x floor", "best sdnn", "us",
+                       "floor us", "x floor", "ceiling", "speedup", "automatic", "auto x its floor"])
+    for (shape, st, sp, n) in in_order(res):
         r = res[(shape, st, sp, n)]
         lines = r["lines"]
         cub, best, a = lines.get("cublas_bf16"), lines.get(r["best_sdnn"]) if r["best_sdnn"] else None, r["automatic"]
