@@ -7,6 +7,9 @@ Writes
   <out>.png       one panel per W shape: rows = structure + sparsity, columns = N, cell = speedup over
                   cublas_bf16 of the best sdnn path (tc_dense_mma, tc_tile_offsets, tc_bitmap, csr_gather, tc_block32,
                   sparse24, sdnn_csr_float), annotated with the value and a short tag of that path;
+  <out>_floors.png  where the lines carry read floors: per point, cuBLAS bf16 time over the read floor of the
+                  best sdnn path's bytes (the speedup those bytes allow; the path's speedup now in brackets),
+                  and the path's time over its floor;
   <out>_auto.png  the same panels for `automatic` (speedup over cublas_bf16, tag of its chosen path) and its
                   time over the fastest path's (tag of the fastest), and the same two rows for
                   `automatic_tuned` when the file has it;
@@ -142,7 +145,8 @@ RATIO_CMAP = LinearSegmentedColormap.from_list("ratio", ["#1a9850", "#fee08b", "
 
 
 def heat(ax, shape, rows, ns, cell, kind, show_ylabels):
-    """cell(row, n) -> (value, text) or None; kind: 'speed' (log, 1 = cuBLAS) or 'ratio' (>= 1, 1 best)."""
+    """cell(row, n) -> (value, text) or None; kind: 'speed' (log, 1 = cuBLAS), 'ratio' (>= 1, 1 best) or 'floor'
+    (a ratio to the read floor)."""
     z = np.full((len(rows), len(ns)), np.nan)
     texts = {}
     for i, rw in enumerate(rows):
@@ -190,7 +194,7 @@ def figure(panels_rows, shapes, rows_of, ns_of, meta, title, out):
         else:
             cb.set_ticks([1, 1.5, 2, 3, 4])
             cb.set_ticklabels(["1", "1.5", "2", "3", ">=4"])
-            cb.set_label("time / fastest", fontsize=7)
+            cb.set_label("time / read floor" if kind == "floor" else "time / fastest", fontsize=7)
         cb.ax.tick_params(labelsize=6)
     fig.suptitle(title, fontsize=9, y=1.0, va="bottom")
     fig.savefig(out, dpi=150, bbox_inches="tight")
@@ -315,6 +319,29 @@ def main():
             return f
         return of
 
+    def best_line(s, rw, n):
+        r = res.get((s, rw[0], rw[1], n))
+        d = r["lines"].get(r["best_sdnn"]) if r and r["best_sdnn"] else None
+        return (r, d) if d and d.get("floor_us") else (None, None)
+
+    def cell_ceiling(s):
+        def f(rw, n):
+            r, d = best_line(s, rw, n)
+            if not d:
+                return None
+            v = speedup(r, d["floor_us"])
+            return v, f"{v:.2f}\n({speedup(r, d['time_us']):.2f})"
+        return f
+
+    def cell_floor(s):
+        def f(rw, n):
+            r, d = best_line(s, rw, n)
+            if not d:
+                return None
+            v = d["time_us"] / d["floor_us"]
+            return v, f"{v:.2f}\n{tag(r['best_sdnn'])}"
+        return f
+
     figure([("best sdnn path", cell_best, "speed")], shapes, rows_of, ns_of, meta,
            title_of(meta, "bench_linear16: best sdnn path, speedup over cuBLAS bf16 (tag: the path)"), out)
     auto_rows = []
@@ -328,6 +355,13 @@ def main():
                               "the fastest path (tag: the fastest)"), base + "_auto.png")
     else:
         print("no automatic lines: no _auto.png")
+    if any("floor_us" in d for r in res.values() for d in r["lines"].values()):
+        figure([("ceiling (now)", cell_ceiling, "speed"), ("best sdnn / its floor", cell_floor, "floor")], shapes,
+               rows_of, ns_of, meta,
+               title_of(meta, "bench_linear16, best sdnn path against one plain read of its bytes: top, cuBLAS bf16 "
+                              "time over that read (a bytes-only ceiling; its speedup now in brackets); bottom, its "
+                              "time over that read"),
+               base + "_floors.png")
     if args.md:
         write_md(res, meta, args.md)
 
