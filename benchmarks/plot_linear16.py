@@ -244,9 +244,19 @@ def write_md(res, meta, out):
     print(f"wrote {out}")
 
 
+def has_floors(res):
+    return any("floor_us" in d for r in res.values() for d in r["lines"].values())
+
+
+def best_floor_line(r):
+    """The best sdnn path's line of a point where it carries a read floor, else None."""
+    d = r["lines"].get(r["best_sdnn"]) if r and r["best_sdnn"] else None
+    return d if d and d.get("floor_us") else None
+
+
 def floors_md(res):
     """The read-floor table (empty without floor_us in the lines)."""
-    if not any("floor_us" in d for r in res.values() for d in r["lines"].values()):
+    if not has_floors(res):
         return []
     flushes = sorted({d.get("flush", "dirty") for r in res.values() for d in r["lines"].values()})
     rows = ["", "## Read floors", "",
@@ -259,8 +269,8 @@ def floors_md(res):
     for (shape, st, sp, n) in in_order(res):
         r = res[(shape, st, sp, n)]
         lines = r["lines"]
-        cub, best, a = lines.get("cublas_bf16"), lines.get(r["best_sdnn"]) if r["best_sdnn"] else None, r["automatic"]
-        if not best or "floor_us" not in best:
+        cub, best, a = lines.get("cublas_bf16"), best_floor_line(r), r["automatic"]
+        if not best:
             continue
         rows.append("| " + " | ".join([
             shape, row_label(st, sp), str(n), fmt(r["cublas_us"], ".1f"),
@@ -321,8 +331,7 @@ def main():
 
     def best_line(s, rw, n):
         r = res.get((s, rw[0], rw[1], n))
-        d = r["lines"].get(r["best_sdnn"]) if r and r["best_sdnn"] else None
-        return (r, d) if d and d.get("floor_us") else (None, None)
+        return r, best_floor_line(r)
 
     def cell_ceiling(s):
         def f(rw, n):
@@ -355,7 +364,7 @@ def main():
                               "the fastest path (tag: the fastest)"), base + "_auto.png")
     else:
         print("no automatic lines: no _auto.png")
-    if any("floor_us" in d for r in res.values() for d in r["lines"].values()):
+    if has_floors(res):
         figure([("ceiling (now)", cell_ceiling, "speed"), ("best sdnn / its floor", cell_floor, "floor")], shapes,
                rows_of, ns_of, meta,
                title_of(meta, "bench_linear16, best sdnn path against one plain read of its bytes: top, cuBLAS bf16 "
