@@ -1,12 +1,15 @@
 // sdnn/linear/arch/staged_store.cuh - the last step of the tensor-core kernels that stage their
-// output tile in shared memory (linear/kernel/tc_block_tma.cuh, sparse24_mma.cuh): rows of Out
-// copied to Y in 16-byte pieces.
+// output tile in shared memory (linear/kernel/tc_block_tma.cuh, sparse24_mma.cuh): rows of Out,
+// or of float accumulators that the epilogue finishes on the way, copied to Y in 16-byte pieces.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace sdnn::kernels {
 
@@ -35,6 +38,67 @@ __device__ __forceinline__ void store_staged_rows(Out const* s, int pitch, Out* 
       *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<uint4 const*>(src);
     } else {
       for (int e = 0; e < PER && col + e < m; ++e) dst[e] = src[e];
+    }
+  }
+}
+
+namespace staged_detail {
+template <class Out>
+__device__ __forceinline__ Out round_to(float v) {
+  if constexpr (std::is_same_v<Out, float>) return v;
+  else if constexpr (std::is_same_v<Out, __nv_bfloat16>) return __float2bfloat16_rn(v);
+  else return __float2half_rn(v);
+}
+// Two values rounded to Out (16-bit) in one 32-bit word, the first in the low half.
+template <class Out>
+__device__ __forceinline__ std::uint32_t pack2(float a, float b) {
+  if constexpr (std::is_same_v<Out, __nv_bfloat16>) {
+    __nv_bfloat162 const h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<std::uint32_t const*>(&h);
+  } else {
+    __half2 const h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<std::uint32_t const*>(&h);
+  }
+}
+}  // namespace staged_detail
+
+// store_staged_rows for a tile staged as float accumulators (row r at s + r * pitch floats; s and
+// pitch multiples of 16 bytes): each value goes through epi in its two steps (bias_at(col),
+// apply), the same bits as epi(value, col), and is rounded once to Out. The loop is kept rolled:
+// unrolled over every accumulator of a thread, the same work was straight-line code that ran
+// once a tile and missed the instruction cache all the way (ncu, the 2:4 kernel at 128 columns).
+template <int Rows, int Cols, class Out, class Epi>
+__device__ __forceinline__ void store_staged_float_rows(float const* s, int pitch, Out* y, std::int64_t ld, int row0,
+                                                        int col0, int n, int m, bool vec, Epi const& epi, int first,
+                                                        int step) {
+  constexpr int PER = 16 / static_cast<int>(sizeof(Out)), PIECES = Cols / PER;
+  static_assert(Cols % PER == 0, "store_staged_float_rows: rows of whole 16-byte pieces");
+#pragma unroll 1
+  for (int q = first; q < Rows * PIECES; q += step) {
+    int const r = q / PIECES, c = (q % PIECES) * PER, row = row0 + r, col = col0 + c;
+    if (row >= n || col >= m) continue;
+    float const* const src = s + r * pitch + c;
+    Out* const dst = y + static_cast<std::int64_t>(row) * ld + col;
+    if (vec && col + PER <= m) {
+      float v[PER];
+#pragma unroll
+      for (int e = 0; e < PER; e += 4) {
+        float4 const f = *reinterpret_cast<float4 const*>(src + e);
+        v[e] = f.x, v[e + 1] = f.y, v[e + 2] = f.z, v[e + 3] = f.w;
+      }
+#pragma unroll
+      for (int e = 0; e < PER; ++e) v[e] = epi.apply(v[e], epi.bias_at(col + e));
+      uint4 w;
+      if constexpr (std::is_same_v<Out, float>) {
+        w = make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3]));
+      } else {
+        w = make_uint4(staged_detail::pack2<Out>(v[0], v[1]), staged_detail::pack2<Out>(v[2], v[3]),
+                       staged_detail::pack2<Out>(v[4], v[5]), staged_detail::pack2<Out>(v[6], v[7]));
+      }
+      *reinterpret_cast<uint4*>(dst) = w;
+    } else {
+      for (int e = 0; e < PER && col + e < m; ++e)
+        dst[e] = staged_detail::round_to<Out>(epi.apply(src[e], epi.bias_at(col + e)));
     }
   }
 }

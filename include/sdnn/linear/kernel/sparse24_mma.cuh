@@ -77,13 +77,6 @@ __device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, int parity) {
 }
 #endif
 
-template <class Out>
-__device__ __forceinline__ Out from_float(float v) {
-  if constexpr (std::is_same_v<Out, float>) return v;
-  else if constexpr (std::is_same_v<Out, __nv_bfloat16>) return __float2bfloat16_rn(v);
-  else return __float2half_rn(v);
-}
-
 }  // namespace sp_detail
 
 // The X tile of a stage as an X operand fills it (tc_x_operand.cuh): BN rows of BK entries, the
@@ -109,10 +102,11 @@ struct sparse24_tma_x {
 template <class XSrc>
 inline constexpr bool is_sparse24_tma_x_v = std::is_same_v<XSrc, sparse24_tma_x>;
 
-// Dynamic shared memory of one CTA: the pipeline, reused by the transposed epilogue tile.
+// Dynamic shared memory of one CTA: the pipeline, reused by the transposed epilogue tile (float,
+// rows of BM + 4).
 template <class Tile, class Out>
 constexpr int sparse24_smem_bytes() {
-  constexpr int epi = Tile::bn * (Tile::bm + 16 / int(sizeof(Out))) * int(sizeof(Out));
+  constexpr int epi = Tile::bn * (Tile::bm + 4) * 4;
   return (Tile::pipeline_bytes > epi ? Tile::pipeline_bytes : epi) + Tile::align_bytes;
 }
 
@@ -432,11 +426,13 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
     if (tid == 0) p.counters[tile - p.full_tiles] = 0;  // ready for the next launch (stream order)
   }
 
-  // Epilogue: epi in float, rounded once to Out, written transposed (Y rows = n) into shared
-  // memory, then stored as 16-byte row segments. Accumulator (i, j, c) is W row (m)
-  // warp_m0 + 16 i + lane / 4 + 8 (c / 2) and X row (n) warp_n0 + 8 j + 2 (lane % 4) + c % 2.
-  constexpr int Y_PITCH = BM + 16 / int(sizeof(Out));  // elements; rows stay 16-byte aligned
-  Out* const sy = reinterpret_cast<Out*>(smem);
+  // Epilogue: the accumulators staged transposed (Y rows = n) in shared memory as float, then
+  // finished by epi, rounded once to Out and stored as 16-byte row segments by every thread
+  // (store_staged_float_rows). Accumulator (i, j, c) is W row (m) slice_row0(i) + lane / 4 +
+  // 8 (c / 2) and X row (n) warp_n0 + 8 j + 2 (lane % 4) + c % 2. Pitch BM + 4 floats: rows stay
+  // 16-byte aligned, and a warp's 32 stores (8 rows m x 4 rows n) fall in 32 different banks.
+  constexpr int Y_PITCH = BM + 4;
+  float* const sy = reinterpret_cast<float*>(smem);
   if (is_mma)
 #pragma unroll
     for (int i = 0; i < MI; ++i)
@@ -446,11 +442,11 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
         for (int c = 0; c < 4; ++c) {
           int const ml = slice_row0(i) + (lane >> 2) + 8 * (c >> 1);
           int const nl = warp_n0 + j * 8 + 2 * (lane & 3) + (c & 1);
-          int const gm = m0 + ml;
-          sy[nl * Y_PITCH + ml] = sp_detail::from_float<Out>(gm < p.m ? p.epi(acc[i][j][c], gm) : 0.0f);
+          sy[nl * Y_PITCH + ml] = acc[i][j][c];
         }
   __syncthreads();
-  store_staged_rows<BN, BM>(sy, Y_PITCH, static_cast<Out*>(p.y), p.y_ld, n0, m0, p.n, p.m, p.y_vec, tid, THREADS);
+  store_staged_float_rows<BN, BM>(sy, Y_PITCH, static_cast<Out*>(p.y), p.y_ld, n0, m0, p.n, p.m, p.y_vec, p.epi, tid,
+                                  THREADS);
 }
 
 }  // namespace sdnn::kernels
