@@ -22,7 +22,8 @@ M*(K+1000)/1e6, tc_block32 occupied 32x32 blocks/1e3, tc_tile_offsets occupied 6
 nnz per tile / 960) / 1e3, cusparse_csr nonzeros/1e6, tc_bitmap 16x16 tiles/1e3, csr_gather
 nonzeros/1e6. units2 (two paths only): tc_bitmap stored column pairs/1e6, csr_gather M*K/1e6.
 launch and rates at an anchor: least squares on relative error over the grid's points at that N
-(every shape and structure the path ran); non-negative for the two-count paths.
+(every shape and structure the path ran), all non-negative (the plain fit where it is, else the best
+non-negative one; always the latter for the two-count paths).
 """
 import re
 import sys
@@ -150,8 +151,8 @@ def points(rows):
 
 def fit(pts):
     """Per path and anchor N: launch + rate * units by least squares on relative error (weights
-    1 / t^2) over the grid's points at that N; where that gives a negative launch, the previous
-    anchor's launch is kept and the rate refit. Paths with a second count: nnls_relative."""
+    1 / t^2) over the grid's points at that N; where that gives a negative launch or rate, the
+    best fit with both non-negative (nnls_relative), as for the paths with a second count."""
     rates = {}
     for path in PATHS:
         rates[path] = []
@@ -176,9 +177,8 @@ def fit(pts):
                 l = (swy - b * swx) / sw
             else:
                 l, b = 0.0, None
-            if b is None or l < 0 or b < 0:  # keep the previous anchor's launch, refit the rate
-                l = rates[path][-1][0] if rates[path] and rates[path][-1] else 0.0
-                b = max((swxy - l * swx) / swxx, 0.0)
+            if b is None or l < 0 or b < 0:  # the best fit with launch, rate >= 0
+                l, b, _ = nnls_relative([(x, 0.0, y) for x, y in obs])
             rates[path].append((l, b, 0.0))
     return rates
 
