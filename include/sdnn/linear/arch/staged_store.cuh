@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "sdnn/core/numeric.cuh"
+
 namespace sdnn::kernels {
 
 // Whether Y (row pitch ld elements of elem_bytes) takes store_staged_rows' 16-byte pieces: Y and
@@ -49,17 +51,6 @@ __device__ __forceinline__ Out round_to(float v) {
   else if constexpr (std::is_same_v<Out, __nv_bfloat16>) return __float2bfloat16_rn(v);
   else return __float2half_rn(v);
 }
-// Two values rounded to Out (16-bit) in one 32-bit word, the first in the low half.
-template <class Out>
-__device__ __forceinline__ std::uint32_t pack2(float a, float b) {
-  if constexpr (std::is_same_v<Out, __nv_bfloat16>) {
-    __nv_bfloat162 const h = __floats2bfloat162_rn(a, b);
-    return *reinterpret_cast<std::uint32_t const*>(&h);
-  } else {
-    __half2 const h = __floats2half2_rn(a, b);
-    return *reinterpret_cast<std::uint32_t const*>(&h);
-  }
-}
 }  // namespace staged_detail
 
 // store_staged_rows for a tile staged as float accumulators (row r at s + r * pitch floats; s and
@@ -92,8 +83,8 @@ __device__ __forceinline__ void store_staged_float_rows(float const* s, int pitc
       if constexpr (std::is_same_v<Out, float>) {
         w = make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3]));
       } else {
-        w = make_uint4(staged_detail::pack2<Out>(v[0], v[1]), staged_detail::pack2<Out>(v[2], v[3]),
-                       staged_detail::pack2<Out>(v[4], v[5]), staged_detail::pack2<Out>(v[6], v[7]));
+        w = make_uint4(pack2_float<Out>(v[0], v[1]), pack2_float<Out>(v[2], v[3]),
+                       pack2_float<Out>(v[4], v[5]), pack2_float<Out>(v[6], v[7]));
       }
       *reinterpret_cast<uint4*>(dst) = w;
     } else {
