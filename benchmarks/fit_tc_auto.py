@@ -19,8 +19,9 @@ bench_linear16 run, and checks a model against it.
 The model: t(N) = launch(N) + units * rate(N) + units2 * rate2(N), all piecewise linear in N
 between the anchors 1, 8, 32, 128, 512, 2048. units: cublas_dense and cusparselt M*K/1e6, sparse24
 M*(K+1000)/1e6, tc_block32 occupied 32x32 blocks/1e3, tc_tile_offsets occupied 64x64 tiles * (1 +
-nnz per tile / 960) / 1e3, cusparse_csr nonzeros/1e6, tc_bitmap 16x16 tiles/1e3, csr_gather
-nonzeros/1e6. units2 (two paths only): tc_bitmap stored column pairs/1e6, csr_gather M*K/1e6.
+nnz per tile / 960) / 1e3, cusparse_csr nonzeros/1e6, tc_bitmap 16x16 tiles/1e3 (at N <= 8 rounded
+up to whole waves of its 16-row panels, bitmap_wave), csr_gather nonzeros/1e6. units2 (two paths
+only): tc_bitmap stored column pairs/1e6, csr_gather K/1e3.
 launch and rates at an anchor: least squares on relative error over the grid's points at that N
 (every shape and structure the path ran), all non-negative (the plain fit where it is, else the best
 non-negative one; always the latter for the two-count paths).
@@ -43,6 +44,15 @@ SAME_LAYER = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_bitmap", "cs
 
 
 TWO_COUNTS = ("tc_bitmap", "csr_gather")  # paths with a second count (units2)
+SMS = 132  # linear/policy/tc_auto.hpp: tc_auto_tuning::sms (H100)
+
+
+def bitmap_wave(m, n, sms=SMS):
+    """linear/policy/tc_auto.hpp: tc_bitmap_wave (panels over two blocks an SM, at n <= 8)."""
+    if n > 8:
+        return 1.0
+    panels, slots = (m + 15) // 16, 2 * sms
+    return ((panels + slots - 1) // slots * slots) / panels if panels else 1.0
 
 
 def units(path, p):
@@ -57,7 +67,7 @@ def units(path, p):
     if path == "csr_gather":
         return p["nnz"] * 1e-6
     if path == "tc_bitmap":  # linear/policy/tc_auto.hpp: tc_path_units
-        return (p["m"] + 15) // 16 * ((p["k"] + 63) // 64 * 4) * 1e-3
+        return (p["m"] + 15) // 16 * ((p["k"] + 63) // 64 * 4) * bitmap_wave(p["m"], p["n"]) * 1e-3
     per_tile = p["nnz"] / p["tiles64"] if p["tiles64"] else 0.0
     return p["tiles64"] * (1.0 + per_tile / 960.0) * 1e-3
 
@@ -67,7 +77,7 @@ def units2(path, p):
     if path == "tc_bitmap":
         return p["pairs"] * 1e-6
     if path == "csr_gather":
-        return p["m"] * p["k"] * 1e-6
+        return p["k"] * 1e-3
     return 0.0
 
 
@@ -279,8 +289,9 @@ def self_test():
             for n in ANCHORS:
                 for bench, path in BENCH_NAME.items():
                     l, r, r2 = truth[path][ANCHORS.index(n)]
-                    rows.append(dict(info, family="linear16", shape=f"{m}x{k}", structure="s", sparsity=sp, n=n,
-                                     path=bench, time_us=l + units(path, info) * r + units2(path, info) * r2))
+                    at = dict(info, n=n)
+                    rows.append(dict(at, family="linear16", shape=f"{m}x{k}", structure="s", sparsity=sp, path=bench,
+                                     time_us=l + units(path, at) * r + units2(path, at) * r2))
     fitted = fit(points(rows))
     bad = same_table(fitted, {p: truth[p] for p in PATHS})
     for line in bad:

@@ -92,11 +92,14 @@ struct weight_structure {
 // a miss); tc_block32 occupied blocks / 1e3; tc_tile_offsets occupied tiles / 1e3 weighted by their
 // fill, tiles * (1 + nnz per tile / 960) (a tile's fixed work is worth 960 nonzeros of expansion,
 // from the N = 8 fit of 50-95 % below); cusparse_csr nonzeros / 1e6; tc_bitmap its 16 x 16 tiles /
-// 1e3; csr_gather nonzeros / 1e6. Two paths have a second count, units2, each with its own fitted
-// rate: tc_bitmap its stored pairs / 1e6 (the decode and value loads), csr_gather M*K / 1e6 (it ran
-// up to 1.2x slower on 4096 x 11008 than on 11008 x 4096 at the same nonzeros; fitted, not
-// profiled). One fixed weight for these (the 96 pairs a tile and 32 nonzeros a row used before)
-// could not follow the bitmap kernel's measured cost at both 50 % and 99 %.
+// 1e3, at N <= 8 rounded up to whole waves of its thread blocks (tc_bitmap_wave); csr_gather
+// nonzeros / 1e6. Two paths have a second count, units2, each with its own fitted rate: tc_bitmap
+// its stored pairs / 1e6 (the decode and value loads), csr_gather K / 1e3 (each thread block stages
+// X's K columns: it ran up to 1.2x slower on 4096 x 11008 than on 11008 x 4096 at the same
+// nonzeros). One fixed weight for these (the 96 pairs a tile and 32 nonzeros a row used before)
+// could not follow the bitmap kernel's measured cost at both 50 % and 99 %; with M K as
+// csr_gather's second count and no waves, the model chose csr_gather on 4096 x 11008 at 70 %, N = 1,
+// where the bitmap tiles ran 1.12-1.18x faster in every grid run.
 inline constexpr int tc_anchor_count = 6;
 inline constexpr std::array<double, tc_anchor_count> tc_anchors{1, 8, 32, 128, 512, 2048};
 
@@ -116,6 +119,7 @@ struct tc_auto_tuning {
   double max_tile_density = 0.6;
   double max_block_occupancy = 0.6;
   double max_csr_density = 0.3;
+  int sms = 132;  // streaming multiprocessors of the GPU measured (the waves of tc_bitmap_wave)
 };
 
 // sm_90: NVIDIA H100 80GB HBM3, CUDA 13.0: benchmarks/fit_tc_auto.py on the bench_linear16 grid
@@ -128,10 +132,12 @@ struct tc_auto_tuning {
 // streamed weights without allocating in L1 (linear16_stream_hint_NVIDIA-H100_2026-11-27.jsonl,
 // unstructured and blocks, N up to 2048). CTest host.tc_auto_table checks that the rows below are
 // that fit. Replayed on those points (with tc_runnable's limits), the modelled choice is within 5 %
-// of the fastest measured path at 213 of 216 (208 with one count a path; worst 1.17x: 4096 x 11008
-// at 70 %, N = 1, csr_gather modelled and tc_bitmap measured faster), and at 143 of 144 points of
-// the later grid run with every path (linear16_auto_unstr_hint_NVIDIA-H100_2026-11-27.jsonl; 138
-// with one count).
+// of the fastest measured path at 214 of 216 (213 with M K as csr_gather's second count and no
+// waves, 208 with one count a path; the misses: 11008 x 4096 2:4 at N = 128, cuBLAS modelled and
+// cuSPARSELt 1.12x faster, and 4096 x 4096 at 75 % blocks, N = 32, 1.06x), and on the points of two
+// later grid runs it was not fitted to: all 192 that are not 2:4 of the grid with read floors
+// (linear16_floors_90a_NVIDIA-H100_2026-11-27.jsonl) and all 120 unstructured ones of
+// linear16_auto_unstr_hint_NVIDIA-H100_2026-11-27.jsonl (191 and 119 before).
 inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
     {9, 0},
     "NVIDIA H100 80GB HBM3 (2026-11-25)",
@@ -144,10 +150,10 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
         {{6.373, 6.545, 9.681, 9.051, 31.16, 0}, {0.4629, 0.4605, 0.4592, 0.7803, 1.874, 8.562}},    // sparse24
         {{18.11, 0, 0, 0, 0, 0}, {2.229, 110.3, 261.1, 913, 3488, 14060}},                          // cusparse_csr
         {{15.55, 14.62, 14.8, 15.53, 18.5, 8.457}, {0.6894, 0.7074, 0.7042, 0.6883, 0.8489, 3.522}},  // cusparselt
-        {{4.767, 4.89, 4.68, 14, 49.67, 193.5}, {0.1166, 0.0939, 0.1498, 0.5989, 2.401, 9.616},
-         {0.5692, 0.7849, 0.5403, 1.807, 6.673, 24.41}},  // tc_bitmap
-        {{7.015, 9.021, 17.33, 60.3, 233.3, 900}, {1.717, 1.877, 8.529, 34.2, 136.2, 546.9},
-         {0.01709, 0.05224, 0.5559, 2.225, 8.906, 35.8}},  // csr_gather
+        {{4.932, 5.001, 4.68, 14, 49.67, 193.5}, {0.1092, 0.08822, 0.1498, 0.5989, 2.401, 9.616},
+         {0.5646, 0.7784, 0.5403, 1.807, 6.673, 24.41}},  // tc_bitmap
+        {{6.607, 7.729, 4.832, 9.575, 29.36, 118.2}, {1.721, 1.878, 8.462, 33.95, 135.3, 544.7},
+         {0.1681, 0.5405, 5.86, 23.6, 94.6, 371.1}},  // csr_gather
     }},
     0.6,
     0.6,
@@ -159,14 +165,15 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm80{{8, 0},
                                                     tc_auto_tuning_sm90.paths,
                                                     tc_auto_tuning_sm90.max_tile_density,
                                                     tc_auto_tuning_sm90.max_block_occupancy,
-                                                    tc_auto_tuning_sm90.max_csr_density};
+                                                    tc_auto_tuning_sm90.max_csr_density,
+                                                    tc_auto_tuning_sm90.sms};
 
 // sparse24 on sm_90 in a build with the wgmma.sp tiles (90a, SDNN_SPARSE24_WGMMA=1): its own row,
 // fitted by benchmarks/fit_tc_auto.py to the 2:4 grid run of such a build on 2026-11-27, after the
 // kernel's epilogue was staged as float (linear16_s24_90a_NVIDIA-H100_2026-11-27.jsonl, c0c37b6;
 // CTest host.tc_auto_table_90a checks it). Replayed with the other paths' runs (those of
-// tc_auto_tuning_sm90), the choice is within 5 % of the fastest path at 214 of the 216 grid points
-// (the two misses are not 2:4 points).
+// tc_auto_tuning_sm90), the choice is within 5 % of the fastest path at 215 of the 216 grid points
+// (the miss, 4096 x 4096 at 75 % blocks, N = 32, 1.06x, is not a 2:4 point).
 inline constexpr tc_path_rates tc_sparse24_rates_sm90a{{6.447, 6.445, 9.338, 19.85, 0, 0},
                                                        {0.4479, 0.4497, 0.4313, 0.356, 1.261, 3.997}};
 
@@ -181,8 +188,19 @@ constexpr tc_auto_tuning tc_auto_tuning_for(arch a, bool sparse24_wgmma = sparse
   return t;
 }
 
-// The work units of a path for W (see tc_path_rates).
-inline double tc_path_units(tc_path p, weight_structure const& w) {
+// The bitmap kernel's 16-row panels (a thread block each) over the slots they fill, as a factor
+// >= 1 on its tiles: at n <= 8 it runs 16 warps a block, two blocks an SM (64 registers a thread),
+// so a last partial wave of panels leaves SMs idle (688 panels of 11008 rows take 3 waves of 264 on
+// 132 SMs, 256 panels of 4096 rows one). Beyond 8 rows (8 warps a block, the slots not measured)
+// no rounding.
+inline double tc_bitmap_wave(std::int64_t m, std::int64_t n, int sms) {
+  if (n > 8 || sms <= 0) return 1.0;
+  std::int64_t const panels = (m + 15) / 16, slots = 2 * std::int64_t(sms);
+  return panels > 0 ? double((panels + slots - 1) / slots * slots) / double(panels) : 1.0;
+}
+
+// The work units of a path for W and n rows on t's GPU (see tc_path_rates).
+inline double tc_path_units(tc_auto_tuning const& t, tc_path p, weight_structure const& w, std::int64_t n) {
   switch (p) {
     case tc_path::cublas_dense:
     case tc_path::cusparselt: return double(w.m) * double(w.k) * 1e-6;
@@ -193,7 +211,7 @@ inline double tc_path_units(tc_path p, weight_structure const& w) {
       return double(w.tiles64) * (1.0 + per_tile / 960.0) * 1e-3;
     }
     case tc_path::cusparse_csr: return double(w.nnz) * 1e-6;
-    case tc_path::tc_bitmap: return double(w.tiles16()) * 1e-3;
+    case tc_path::tc_bitmap: return double(w.tiles16()) * tc_bitmap_wave(w.m, n, t.sms) * 1e-3;
     case tc_path::csr_gather: return double(w.nnz) * 1e-6;
   }
   return 0;
@@ -202,7 +220,7 @@ inline double tc_path_units(tc_path p, weight_structure const& w) {
 inline double tc_path_units2(tc_path p, weight_structure const& w) {
   switch (p) {
     case tc_path::tc_bitmap: return double(w.pairs) * 1e-6;
-    case tc_path::csr_gather: return double(w.m) * double(w.k) * 1e-6;
+    case tc_path::csr_gather: return double(w.k) * 1e-3;
     default: return 0;
   }
 }
@@ -218,7 +236,7 @@ inline double tc_interpolate(std::array<double, tc_anchor_count> const& v, std::
 }
 inline double tc_estimate_us(tc_auto_tuning const& t, tc_path p, weight_structure const& w, std::int64_t n) {
   auto const& r = t.paths[std::size_t(p)];
-  return tc_interpolate(r.launch, n) + tc_path_units(p, w) * tc_interpolate(r.rate, n) +
+  return tc_interpolate(r.launch, n) + tc_path_units(t, p, w, n) * tc_interpolate(r.rate, n) +
          tc_path_units2(p, w) * tc_interpolate(r.rate2, n);
 }
 
