@@ -20,8 +20,9 @@ The model: t(N) = launch(N) + units * rate(N) + units2 * rate2(N), all piecewise
 between the anchors 1, 8, 32, 128, 512, 2048. units: cublas_dense and cusparselt M*K/1e6, sparse24
 M*(K+1000)/1e6, tc_block32 occupied 32x32 blocks/1e3, tc_tile_offsets occupied 64x64 tiles * (1 +
 nnz per tile / 960) / 1e3, cusparse_csr nonzeros/1e6, tc_bitmap 16x16 tiles/1e3 (at N <= 8 rounded
-up to whole waves of its 16-row panels, bitmap_wave), csr_gather nonzeros/1e6. units2 (two paths
-only): tc_bitmap stored column pairs/1e6, csr_gather K/1e3.
+up to whole waves of its 16-row panels, bitmap_wave), csr_gather nonzeros/1e6. units2 (three paths
+only): tc_bitmap stored column pairs/1e6, csr_gather K/1e3, tc_block32 occupied blocks over
+min(block rows, 3 x SMs).
 launch and rates at an anchor: least squares on relative error over the grid's points at that N
 (every shape and structure the path ran), all non-negative (the plain fit where it is, else the best
 non-negative one; always the latter for the two-count paths).
@@ -43,7 +44,7 @@ SAME_LAYER = {"cublas_bf16", "tc_dense_mma", "tc_tile_offsets", "tc_bitmap", "cs
               "cusparselt", "cusparse_csr_bf16", "cusparse_bsr_bf16"}
 
 
-TWO_COUNTS = ("tc_bitmap", "csr_gather")  # paths with a second count (units2)
+TWO_COUNTS = ("tc_bitmap", "csr_gather", "tc_block32")  # paths with a second count (units2)
 SMS = 132  # linear/policy/tc_auto.hpp: tc_auto_tuning::sms (H100)
 
 
@@ -78,6 +79,9 @@ def units2(path, p):
         return p["pairs"] * 1e-6
     if path == "csr_gather":
         return p["k"] * 1e-3
+    if path == "tc_block32":  # tc_block32_chain
+        rows = (p["m"] + 31) // 32
+        return p["blocks32"] / min(rows, 3 * SMS) if rows else 0.0
     return 0.0
 
 

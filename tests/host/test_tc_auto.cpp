@@ -159,8 +159,18 @@ TEST_CASE("tc_auto: the bitmap tiles' waves and csr_gather's second count", "[tc
   double const tiles = double(w.tiles16()) * 1e-3;
   CHECK(policy::tc_path_units(t, tc_path::tc_bitmap, w, 1) == Approx(tiles * 264.0 / 256.0));
   CHECK(policy::tc_path_units(t, tc_path::tc_bitmap, w, 32) == Approx(tiles));
-  CHECK(policy::tc_path_units2(tc_path::csr_gather, w) == Approx(11.008));  // K / 1e3
-  CHECK(policy::tc_path_units2(tc_path::tc_bitmap, w) == Approx(double(w.pairs) * 1e-6));
+  CHECK(policy::tc_path_units2(t, tc_path::csr_gather, w) == Approx(11.008));  // K / 1e3
+  CHECK(policy::tc_path_units2(t, tc_path::tc_bitmap, w) == Approx(double(w.pairs) * 1e-6));
+  // The direct block kernel: a thread block a block row, three an SM (396 slots on 132 SMs). 4096
+  // rows are 128 block rows, each walked by one thread block: its blocks / 128; 11008 rows are 344
+  // block rows, 20000 rows 625, more than the slots: blocks / 396.
+  CHECK(policy::tc_path_units2(t, tc_path::tc_block32, w) == Approx(double(w.blocks32) / 128.0));
+  auto tall = w;
+  tall.m = 20000;
+  CHECK(policy::tc_block32_chain(tall, 132) == Approx(double(tall.blocks32) / 396.0));
+  tall.m = 11008;
+  CHECK(policy::tc_block32_chain(tall, 132) == Approx(double(tall.blocks32) / 344.0));
+  CHECK(policy::tc_path_units2(t, tc_path::cublas_dense, w) == 0.0);
 }
 
 TEST_CASE("tc_auto: the host reference and its shape checks", "[tc_auto]") {

@@ -93,10 +93,12 @@ struct weight_structure {
 // fill, tiles * (1 + nnz per tile / 960) (a tile's fixed work is worth 960 nonzeros of expansion,
 // from the N = 8 fit of 50-95 % below); cusparse_csr nonzeros / 1e6; tc_bitmap its 16 x 16 tiles /
 // 1e3, at N <= 8 rounded up to whole waves of its thread blocks (tc_bitmap_wave); csr_gather
-// nonzeros / 1e6. Two paths have a second count, units2, each with its own fitted rate: tc_bitmap
-// its stored pairs / 1e6 (the decode and value loads), csr_gather K / 1e3 (each thread block stages
-// X's K columns: it ran up to 1.2x slower on 4096 x 11008 than on 11008 x 4096 at the same
-// nonzeros). One fixed weight for these (the 96 pairs a tile and 32 nonzeros a row used before)
+// nonzeros / 1e6. Three paths have a second count, units2, each with its own fitted rate:
+// tc_bitmap its stored pairs / 1e6 (the decode and value loads), csr_gather K / 1e3 (each thread
+// block stages X's K columns: it ran up to 1.2x slower on 4096 x 11008 than on 11008 x 4096 at the
+// same nonzeros), tc_block32 the occupied blocks of the longest chain a slot runs, blocks over
+// min(block rows, 3 x SMs) (tc_block32_chain: up to 32 rows a thread block walks one block row, three
+// an SM; 4096 rows make 128 such blocks on 132 SMs, each a long serial walk). One fixed weight for these (the 96 pairs a tile and 32 nonzeros a row used before)
 // could not follow the bitmap kernel's measured cost at both 50 % and 99 %; with M K as
 // csr_gather's second count and no waves, the model chose csr_gather on 4096 x 11008 at 70 %, N = 1,
 // where the bitmap tiles ran 1.12-1.18x faster in every grid run.
@@ -132,12 +134,14 @@ struct tc_auto_tuning {
 // streamed weights without allocating in L1 (linear16_stream_hint_NVIDIA-H100_2026-11-27.jsonl,
 // unstructured and blocks, N up to 2048). CTest host.tc_auto_table checks that the rows below are
 // that fit. Replayed on those points (with tc_runnable's limits), the modelled choice is within 5 %
-// of the fastest measured path at 214 of 216 (213 with M K as csr_gather's second count and no
-// waves, 208 with one count a path; the misses: 11008 x 4096 2:4 at N = 128, cuBLAS modelled and
-// cuSPARSELt 1.12x faster, and 4096 x 4096 at 75 % blocks, N = 32, 1.06x), and on the points of two
-// later grid runs it was not fitted to: all 192 that are not 2:4 of the grid with read floors
-// (linear16_floors_90a_NVIDIA-H100_2026-11-27.jsonl) and all 120 unstructured ones of
-// linear16_auto_unstr_hint_NVIDIA-H100_2026-11-27.jsonl (191 and 119 before).
+// of the fastest measured path at 215 of 216 (the miss: 11008 x 4096 2:4 at N = 128, cuBLAS
+// modelled and cuSPARSELt 1.12x faster; 213 with M K as csr_gather's second count, no waves and
+// one count for tc_block32, 208 with one count a path), and on the points of three later grid runs
+// it was not fitted to, all that are not 2:4: 192 of 192 of the grid with read floors
+// (linear16_floors_90a_NVIDIA-H100_2026-11-27.jsonl), 128 of 128 of
+// linear16_auto_waves_90a_NVIDIA-H100_2026-11-27.jsonl and 144 of 144 of
+// linear16_auto_unstr_hint_NVIDIA-H100_2026-11-27.jsonl (with one count for tc_block32: 192, 127
+// and 144; with M K for csr_gather and no waves either: 191, - and 143).
 inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
     {9, 0},
     "NVIDIA H100 80GB HBM3 (2026-11-25)",
@@ -145,7 +149,8 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm90{
     {{
         // N:        1        8        32       128      512      2048
         {{8.91, 9.033, 7.22, 9.026, 10.91, 5.104}, {0.7933, 0.7863, 0.8321, 0.8197, 1.231, 4.995}},   // cublas_dense
-        {{6.493, 6.976, 9.798, 9.063, 9.011, 9.568}, {0.926, 0.9424, 1.427, 1.761, 7.044, 25.77}},   // tc_block32
+        {{6.189, 6.643, 8.774, 8.753, 7.791, 8.837}, {0.6691, 0.6591, 0.7741, 1.489, 6.005, 25.07},
+         {0.05733, 0.06349, 0.1578, 0.05882, 0.2282, 0.146}},  // tc_block32
         {{15.87, 15.86, 31.86, 22.62, 63.03, 153.7}, {1.616, 1.73, 2.591, 10.02, 25.54, 100.3}},     // tc_tile_offsets
         {{6.373, 6.545, 9.681, 9.051, 31.16, 0}, {0.4629, 0.4605, 0.4592, 0.7803, 1.874, 8.562}},    // sparse24
         {{18.11, 0, 0, 0, 0, 0}, {2.229, 110.3, 261.1, 913, 3488, 14060}},                          // cusparse_csr
@@ -172,8 +177,7 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm80{{8, 0},
 // fitted by benchmarks/fit_tc_auto.py to the 2:4 grid run of such a build on 2026-11-27, after the
 // kernel's epilogue was staged as float (linear16_s24_90a_NVIDIA-H100_2026-11-27.jsonl, c0c37b6;
 // CTest host.tc_auto_table_90a checks it). Replayed with the other paths' runs (those of
-// tc_auto_tuning_sm90), the choice is within 5 % of the fastest path at 215 of the 216 grid points
-// (the miss, 4096 x 4096 at 75 % blocks, N = 32, 1.06x, is not a 2:4 point).
+// tc_auto_tuning_sm90), the choice is within 5 % of the fastest path at all 216 grid points.
 inline constexpr tc_path_rates tc_sparse24_rates_sm90a{{6.447, 6.445, 9.338, 19.85, 0, 0},
                                                        {0.4479, 0.4497, 0.4313, 0.356, 1.261, 3.997}};
 
@@ -216,11 +220,18 @@ inline double tc_path_units(tc_auto_tuning const& t, tc_path p, weight_structure
   }
   return 0;
 }
+// Occupied 32 x 32 blocks a resident thread block of the direct block kernel walks on average:
+// one thread block a block row, three an SM, so below 3 x SMs block rows each runs alone on its row.
+inline double tc_block32_chain(weight_structure const& w, int sms) {
+  std::int64_t const rows = (w.m + 31) / 32, slots = 3 * std::int64_t(std::max(sms, 1));
+  return rows > 0 ? double(w.blocks32) / double(std::min(rows, slots)) : 0.0;
+}
 // The second count of a path (tc_path_rates::rate2), 0 for the paths with one.
-inline double tc_path_units2(tc_path p, weight_structure const& w) {
+inline double tc_path_units2(tc_auto_tuning const& t, tc_path p, weight_structure const& w) {
   switch (p) {
     case tc_path::tc_bitmap: return double(w.pairs) * 1e-6;
     case tc_path::csr_gather: return double(w.k) * 1e-3;
+    case tc_path::tc_block32: return tc_block32_chain(w, t.sms);
     default: return 0;
   }
 }
@@ -237,7 +248,7 @@ inline double tc_interpolate(std::array<double, tc_anchor_count> const& v, std::
 inline double tc_estimate_us(tc_auto_tuning const& t, tc_path p, weight_structure const& w, std::int64_t n) {
   auto const& r = t.paths[std::size_t(p)];
   return tc_interpolate(r.launch, n) + tc_path_units(t, p, w, n) * tc_interpolate(r.rate, n) +
-         tc_path_units2(p, w) * tc_interpolate(r.rate2, n);
+         tc_path_units2(t, p, w) * tc_interpolate(r.rate2, n);
 }
 
 // Which paths can run W: cuBLAS always; sparse24 and cusparselt only for a 2:4 W (the plan also
