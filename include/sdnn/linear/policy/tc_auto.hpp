@@ -96,10 +96,11 @@ struct weight_structure {
 // nonzeros / 1e6. Three paths have a second count, units2, each with its own fitted rate:
 // tc_bitmap its stored pairs / 1e6 (the decode and value loads), csr_gather K / 1e3 (each thread
 // block stages X's K columns: it ran up to 1.2x slower on 4096 x 11008 than on 11008 x 4096 at the
-// same nonzeros), tc_block32 the occupied blocks of the longest chain a slot runs, blocks over
-// min(block rows, 3 x SMs) (tc_block32_chain: up to 32 rows a thread block walks one block row, three
-// an SM; 4096 rows make 128 such blocks on 132 SMs, each a long serial walk). One fixed weight for these (the 96 pairs a tile and 32 nonzeros a row used before)
-// could not follow the bitmap kernel's measured cost at both 50 % and 99 %; with M K as
+// same nonzeros), tc_block32 the occupied blocks one resident thread block walks, blocks over
+// min(block rows, 3 x SMs) (tc_block32_chain: up to 32 rows a thread block walks one block row,
+// three an SM; 4096 rows make 128 such blocks on 132 SMs, each a long serial walk). One fixed
+// weight for these (the 96 pairs a tile and 32 nonzeros a row used before) could not follow the
+// bitmap kernel's measured cost at both 50 % and 99 %; with M K as
 // csr_gather's second count and no waves, the model chose csr_gather on 4096 x 11008 at 70 %, N = 1,
 // where the bitmap tiles ran 1.12-1.18x faster in every grid run.
 inline constexpr int tc_anchor_count = 6;
