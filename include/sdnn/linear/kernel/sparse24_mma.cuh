@@ -103,8 +103,8 @@ template <class XSrc>
 inline constexpr bool is_sparse24_tma_x_v = std::is_same_v<XSrc, sparse24_tma_x>;
 
 // Dynamic shared memory of one CTA: the pipeline, reused by the transposed epilogue tile (float,
-// rows of BM + 4).
-template <class Tile, class Out>
+// rows of BM + 4, whatever the output type).
+template <class Tile>
 constexpr int sparse24_smem_bytes() {
   constexpr int epi = Tile::bn * (Tile::bm + 4) * 4;
   return (Tile::pipeline_bytes > epi ? Tile::pipeline_bytes : epi) + Tile::align_bytes;

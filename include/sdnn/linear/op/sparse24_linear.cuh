@@ -292,7 +292,7 @@ class sparse24_linear_plan {
   // CTAs per SM. The launch raises it again for its own copy of the kernel (core/cuda.cuh).
   template <class Tile, class XSrc>
   static int prepare() {
-    constexpr int smem = kernels::sparse24_smem_bytes<Tile, NOut>();
+    constexpr int smem = kernels::sparse24_smem_bytes<Tile>();
     auto const fn = kernel<Tile, XSrc>();
     ::sdnn::detail::allow_dynamic_smem(fn, smem);
     int occ = 0;
@@ -415,7 +415,7 @@ class sparse24_linear_plan {
       if (ws.data != nullptr)  // a caller's workspace: its counters start at zero only if we say so
         SDNN_CUDA_CHECK(cudaMemsetAsync(a.counters, 0, slots_used * sizeof(int), exec.stream));
     }
-    constexpr int smem = kernels::sparse24_smem_bytes<Tile, NOut>();
+    constexpr int smem = kernels::sparse24_smem_bytes<Tile>();
     if constexpr (Tile::warp_specialized && std::is_same_v<XSrc, kernels::tc_rows_x<T>>) {
       // Dense, 16-byte aligned X rows: the whole stage through tensor maps (one per run for X).
       if (xs.vec && index >= 0 && k_ > 0) {
