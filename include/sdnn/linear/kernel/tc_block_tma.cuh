@@ -27,28 +27,10 @@
 #include "sdnn/core/numeric.cuh"
 #include "sdnn/linear/arch/mma.cuh"
 #include "sdnn/linear/arch/staged_store.cuh"
+#include "sdnn/linear/arch/tc_tma_x.cuh"
 #include "sdnn/linear/kernel/tc_stream.cuh"
 
 namespace sdnn::kernels {
-
-// X as dense rows (n x k of 16-bit values, rows 16-byte aligned): a 2-D tensor map with boxes of
-// BX rows x 32 columns, the 64-byte swizzle; rows past n and columns past k read as zeros.
-struct tc_tma_rows_x {
-  CUtensorMap map;
-};
-
-// X as a convolution's NHWC input read as its implicit im2col matrix (row = output pixel (b, oh,
-// ow), column = (r * S + s) * C + c): an im2col tensor map over the N x H x W x C input whose box
-// is BX consecutive output pixels x 32 channels, C a multiple of 32 so a block's 32 columns lie in
-// one tap. Taps read outside the image are zeros (the map's bounding box is the padding).
-struct tc_tma_im2col_x {
-  CUtensorMap map;
-  fast_divmod div_c, div_s, div_ow, div_oh;  // by C, S, OW, OH
-  std::int32_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
-};
-
-template <class XSrc>
-inline constexpr bool is_tc_tma_x_v = std::is_same_v<XSrc, tc_tma_rows_x> || std::is_same_v<XSrc, tc_tma_im2col_x>;
 
 template <class T>
 struct tc_block_tma_params {
@@ -71,43 +53,7 @@ __device__ __forceinline__ void wait(std::uint64_t* bar, int parity) {
   while (!cuda::ptx::mbarrier_try_wait_parity(bar, static_cast<std::uint32_t>(parity))) {
   }
 }
-
-// The X tile of the block whose columns start at k0, rows from x0: one tensor-map copy onto bar.
-__device__ __forceinline__ void copy_x(tc_tma_rows_x const& xs, void* dst, std::uint64_t* bar, int k0, int x0, int4) {
-  std::int32_t const c[2] = {k0, x0};
-  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, &xs.map, c, bar);
-}
-// im2col: the input pixel of output pixel x0 at tap (0, 0) (pix: w, h, b), channel k0 % C, and
-// the tap's offset within the filter's window. CCCL's cuda::ptx has no im2col copy: inline PTX.
-__device__ __forceinline__ void copy_x(tc_tma_im2col_x const& xs, void* dst, std::uint64_t* bar, int k0, int,
-                                       int4 pix) {
-  int tap = 0, c0 = 0, r = 0, s = 0;
-  xs.div_c.divmod(k0, tap, c0);
-  xs.div_s.divmod(tap, r, s);
-  auto const ow = static_cast<unsigned short>(s * xs.dil_w), oh = static_cast<unsigned short>(r * xs.dil_h);
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
-      "[%6], {%7, %8};\n" ::"r"(mma::smem_addr(dst)),
-      "l"(reinterpret_cast<std::uint64_t>(&xs.map)), "r"(c0), "r"(pix.x), "r"(pix.y), "r"(pix.z),
-      "r"(mma::smem_addr(bar)), "h"(ow), "h"(oh)
-      : "memory");
-}
 #endif
-
-// The per-thread-block start of the X copies: im2col's first output pixel as input coordinates.
-template <class XSrc>
-__device__ __forceinline__ int4 x_start(XSrc const& xs, int x0) {
-  if constexpr (std::is_same_v<XSrc, tc_tma_im2col_x>) {
-    int t = 0, ow = 0, b = 0, oh = 0;
-    xs.div_ow.divmod(x0, t, ow);
-    xs.div_oh.divmod(t, b, oh);
-    return make_int4(ow * xs.stride_w - xs.pad_w, oh * xs.stride_h - xs.pad_h, b, 0);
-  } else {
-    (void)xs;
-    (void)x0;
-    return make_int4(0, 0, 0, 0);
-  }
-}
 
 // The multiplying warps (warps 0 .. Warps - 1) meet at named barrier 1; the producer warp never does.
 template <int Warps>

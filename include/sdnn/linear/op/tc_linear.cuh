@@ -342,18 +342,7 @@ class tc_linear_plan {
       if (s.tma) {
         with_tma_tile([&](auto tile) {
           using Cfg = decltype(tile);
-          kernels::tc_tma_im2col_x ts{};
-          ts.map = ::sdnn::detail::make_tma_im2col_nhwc(xs.x, geo, Cfg::bx, 32, CU_TENSOR_MAP_SWIZZLE_64B);
-          ts.div_c = xs.div_c;
-          ts.div_s = xs.div_s;
-          ts.div_ow = xs.div_ow;
-          ts.div_oh = xs.div_oh;
-          ts.stride_h = xs.stride_h;
-          ts.stride_w = xs.stride_w;
-          ts.pad_h = xs.pad_h;
-          ts.pad_w = xs.pad_w;
-          ts.dil_h = xs.dil_h;
-          ts.dil_w = xs.dil_w;
+          auto const ts = kernels::make_tc_tma_im2col_x(xs, geo, Cfg::bx, 32, CU_TENSOR_MAP_SWIZZLE_64B);
           run_tma<Cfg>(s, exec, ts, n, y, epi);
         });
         return;
@@ -448,29 +437,12 @@ class tc_linear_plan {
   // 32 (a block's 32 columns must lie in one tap), or outside TMA's limits.
   template <class XSrc>
   ::sdnn::detail::tma_conv_geometry tma_geometry(XSrc const& xs, std::int64_t n) const {
-    ::sdnn::detail::tma_conv_geometry g;
-    if constexpr (std::is_same_v<XSrc, kernels::tc_im2col_x<T>>) {
-      std::int64_t const pixels = std::int64_t(xs.div_oh.d) * xs.div_ow.d, taps = std::int64_t(xs.div_s.d) * xs.C;
-      if (!xs.vec || xs.C % 32 != 0 || pixels == 0 || n % pixels != 0 || taps == 0 || k_ % taps != 0) return g;
-      g.batch = n / pixels;
-      g.h = xs.H;
-      g.w = xs.W;
-      g.c = xs.C;
-      g.oh = xs.div_oh.d;
-      g.ow = xs.div_ow.d;
-      g.stride_h = xs.stride_h;
-      g.stride_w = xs.stride_w;
-      g.pad_h = xs.pad_h;
-      g.pad_w = xs.pad_w;
-      g.dil_h = xs.dil_h;
-      g.dil_w = xs.dil_w;
-      g.r = static_cast<int>(k_ / taps);
-      g.s = static_cast<int>(xs.div_s.d);
-    } else {
+    if constexpr (std::is_same_v<XSrc, kernels::tc_im2col_x<T>>) return kernels::im2col_tma_geometry(xs, n, k_, 32);
+    else {
       (void)xs;
       (void)n;
+      return {};
     }
-    return g;
   }
 
   // The TMA kernel: blocks 32 wide on sm_90 and newer, forced or from the tuning table's
