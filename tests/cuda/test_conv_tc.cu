@@ -120,10 +120,12 @@ std::vector<Out> check_conv(conv::conv_shape const& s, std::int64_t batch, dense
 }
 
 // The same for a filter pruned 2:4 along R*S*C (wg: its GEMM view, dense): sparse24_conv_plan.
-template <class T, class Out>
+template <class T, class Out, class Policy = policy::sparse24_auto>
 std::vector<Out> check_conv24(conv::conv_shape const& s, std::int64_t batch, dense_matrix<T> const& wg, unsigned seed,
                               bool bias_relu, int x_offset = 0) {
-  auto make = [&](cuda_exec ex) { return ops::sparse24_conv_plan<T, Out>(s, sparse24_from_dense(wg.view()), ex); };
+  auto make = [&](cuda_exec ex) {
+    return ops::sparse24_conv_plan<T, Out, Policy>(s, sparse24_from_dense(wg.view()), ex);
+  };
   return check_conv_with<T, Out>("sparse24", make, s, batch, wg, seed, bias_relu, x_offset);
 }
 
@@ -230,6 +232,50 @@ TEMPLATE_TEST_CASE("sparse24_conv: batches that run every tile, unaligned input,
   CHECK(error_text([&] { plan.run(ex, static_cast<T const*>(nullptr), std::int64_t(1) << 31, y, {}); })
             .find("2^31") != std::string::npos);
   plan.run(ex, static_cast<T const*>(nullptr), 0, y, {});  // an empty batch runs nothing
+}
+
+namespace {
+// The warp-specialized 2:4 tiles on layers with C a multiple of 64 (a stage's 64 columns in one
+// tap), where each reads the input through an im2col map; an unaligned input takes the same tile's
+// gathering loaders, which must give the same bits. Each tile, then the automatic choice.
+template <class T>
+void check_ws_im2col(std::vector<layer> const& layers, unsigned seed) {
+  if (!(policy::sparse24_wgmma_built && detail::current_arch() == arch{9, 0})) {
+    WARN("skipped: the warp-specialized 2:4 tiles need an sm_90a build (SDNN_SPARSE24_WGMMA=1) on an sm_90 GPU");
+    return;
+  }
+  for (auto const& l : layers) {
+    auto const w = random_filter24<T>(l.s, seed++);
+    check_conv24<T, T, policy::sparse24_tile_ws_n32>(l.s, l.batch, w, seed++, true);
+    check_conv24<T, T, policy::sparse24_tile_ws_n64>(l.s, l.batch, w, seed++, true);
+    check_conv24<T, float, policy::sparse24_tile_ws_n128>(l.s, l.batch, w, seed++, false);
+    auto const y = check_conv24<T, T, policy::sparse24_tile_ws_m256_n128>(l.s, l.batch, w, seed, true);
+    auto const yg = check_conv24<T, T, policy::sparse24_tile_ws_m256_n128>(l.s, l.batch, w, seed++, true, 1);
+    REQUIRE(y.size() == yg.size());
+    for (std::size_t i = 0; i < y.size(); ++i) REQUIRE(static_cast<float>(y[i]) == static_cast<float>(yg[i]));
+    check_conv24<T, T>(l.s, l.batch, w, seed++, true);
+  }
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("sparse24_conv: the warp-specialized tiles through im2col tensor maps", "[cuda][tc_conv][tma][ws]",
+                   bf16, fp16) {
+  check_ws_im2col<TestType>({{conv::conv_shape::conv2d(64, 9, 7, 72, 3, 3, 1, 1), 3},   // K = 576: a padded step skipped
+                             {conv::conv_shape::conv2d(64, 9, 9, 64, 1, 1, 2, 0), 2}},  // 1x1 stride 2
+                            301);
+}
+
+TEMPLATE_TEST_CASE("tc_conv: the warp-specialized 2:4 tiles through im2col tensor maps, odd shapes",
+                   "[cuda][tc_conv][tma][ws]", bf16, fp16) {
+  check_ws_im2col<TestType>({
+                                {conv::conv_shape::conv2d(128, 15, 15, 200, 3, 3, 2, 1), 2},   // stride 2, K not a tile multiple
+                                {conv::conv_shape::conv2d(64, 11, 13, 64, 3, 3, 1, 0), 2},     // unpadded, odd H and W
+                                {conv::conv_shape::conv2d(64, 12, 12, 64, 3, 3, 1, 2, 2), 2},  // dilation 2, padding 2
+                                {conv::conv_shape::conv2d(64, 10, 10, 96, 5, 5, 1, 2), 1},     // 5x5, batch 1
+                                {conv::conv_shape::conv2d(192, 7, 7, 136, 1, 1), 3},           // 1x1, 3 x 64 channels
+                                {conv::conv_shape::conv2d(64, 14, 14, 64, 3, 3, 1, 1), 7},     // 1372 pixels
+                            },
+                            331);
 }
 
 TEST_CASE("tc_conv: unaligned input, an all-zero filter, a VGG-like layer", "[cuda][tc_conv]") {

@@ -8,7 +8,8 @@
 // policy::sparse24_tile. A cp.async pipeline feeds swizzled shared memory, ldmatrix the fragments; Y
 // goes out through shared memory. Tiles with Wgmma (sm_90a) run wgmma.sp per warpgroup instead, B read from the same
 // swizzled stage by descriptor. Warp-specialized wgmma tiles add a loading warpgroup: it fills the
-// stages (one thread through tensor maps when X is dense aligned rows, else all 128 with cp.async)
+// stages (one thread through tensor maps when X is dense aligned rows or a convolution's input with
+// C a multiple of 64, else all 128 with cp.async)
 // and hands each over through a "full" shared-memory barrier; the multiplying warpgroups hand it
 // back through an "empty" one and keep one wgmma batch in flight. Operand layout:
 // linear/op/sparse24_linear.cuh.
@@ -28,6 +29,7 @@
 #include "sdnn/core/epilogue.hpp"
 #include "sdnn/linear/arch/mma_sp.cuh"
 #include "sdnn/linear/arch/staged_store.cuh"
+#include "sdnn/linear/arch/tc_tma_x.cuh"
 #include "sdnn/linear/arch/tc_x_operand.cuh"
 
 namespace sdnn::kernels {
@@ -50,7 +52,7 @@ struct sparse24_args {
   int n_tiles = 0;                       // ceil(n / BN); tile t covers m tile t / n_tiles, n tile t % n_tiles
   int full_tiles = 0;                    // units [0, full_tiles): tile = unit, all of K
   int splits = 1;                        // units past full_tiles: tile full_tiles + v / splits, split v % splits
-  int k_tiles_per_split = 0;             // BK steps per split (the last split may have fewer, never 0)
+  int k_tiles_per_split = 0;             // BK steps per split, of ceil(k / BK) (the last may have fewer, never 0)
   float* partial = nullptr;              // [(tiles - full_tiles) * splits][BM * BN] (splits > 1)
   int* counters = nullptr;               // [tiles - full_tiles]: 0 before the launch, 0 again after it
   basic_epilogue<float> epi{};           // bias indexed by the output feature m (a device pointer)
@@ -91,16 +93,23 @@ struct sparse24_x_cfg {
   };
 };
 
-// The operands of a warp-specialized tile as tensor maps (core/tma.cuh), taking the place of the X
-// operand: one thread then copies a whole stage with three cp.async.bulk.tensor. a: W's values
-// ([m_pad][k_pad/2] 16-bit, boxes of BM rows x 32, the 64-byte swizzle of the A stage); e: its
-// metadata ([m_pad/16][k_pad/2] words, boxes of BM/16 x 32); x: dense X rows ([n][k] 16-bit, boxes of
-// BN x 64, the 128-byte swizzle; rows past n and columns past k read as zeros).
-struct sparse24_tma_x {
-  CUtensorMap a, e, x;
+// The operands of a warp-specialized tile as tensor maps (core/tma.cuh, linear/arch/tc_tma_x.cuh),
+// taking the place of the X operand: one thread then copies a whole stage with three
+// cp.async.bulk.tensor. a: W's values ([m_pad][k_pad/2] 16-bit, boxes of BM rows x 32, the 64-byte
+// swizzle of the A stage); e: its metadata ([m_pad/16][k_pad/2] words, boxes of BM/16 x 32); x: X,
+// boxes of BN rows x 64 columns with the 128-byte swizzle, zeros past n and k: dense rows
+// (tc_tma_rows_x) or a convolution's NHWC input as its im2col matrix (tc_tma_im2col_x, C a
+// multiple of 64 so that a stage's 64 columns lie in one tap).
+template <class XMap>
+struct sparse24_tma {
+  CUtensorMap a, e;
+  XMap x;
 };
+using sparse24_tma_x = sparse24_tma<tc_tma_rows_x>;
 template <class XSrc>
-inline constexpr bool is_sparse24_tma_x_v = std::is_same_v<XSrc, sparse24_tma_x>;
+inline constexpr bool is_sparse24_tma_x_v = false;
+template <class XMap>
+inline constexpr bool is_sparse24_tma_x_v<sparse24_tma<XMap>> = true;
 
 // Dynamic shared memory of one CTA: the pipeline, reused by the transposed epilogue tile (float,
 // rows of BM + 4, whatever the output type).
@@ -146,7 +155,9 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
 
   // The unit: a tile and a range of BK steps.
   int const unit = static_cast<int>(blockIdx.x);
-  int const k_tiles = p.k_pad / BK;
+  // BK steps up to K: a step wholly in K's padding would multiply zeros (padded values, zero-filled
+  // X). Every sum starts at +0, which adding +0 leaves unchanged, so skipping it keeps the bits.
+  int const k_tiles = (p.k + BK - 1) / BK;
   int tile, split = 0, kt_begin = 0, kt_end = k_tiles;
   bool const is_split = unit >= p.full_tiles;
   if (is_split) {
@@ -288,18 +299,18 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
         // One thread: the stage's bytes announced on full, then the three copies that complete
         // them. Stage i reuses the buffer of stage i - STAGES once its empty phase completed.
         if (ltid == 0) {
+          int4 const pix = tma_detail::x_start(xs.x, n0);
           for (int i = 0; i < nk; ++i) {
             int const s = i % STAGES, kt = kt_begin + i;
             if (i >= STAGES) sp_detail::mbarrier_wait(&empty[s], (i / STAGES - 1) & 1);
             cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                  &full[s], static_cast<std::uint32_t>(Tile::stage_bytes));
-            std::int32_t const ca[2] = {kt * (BK / 2), m0}, ce[2] = {kt * (BK / 2), m0 / 16}, cx[2] = {kt * BK, n0};
+            std::int32_t const ca[2] = {kt * (BK / 2), m0}, ce[2] = {kt * (BK / 2), m0 / 16};
             cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, stage_a(s), &xs.a, ca,
                                             &full[s]);
             cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, stage_e(s), &xs.e, ce,
                                             &full[s]);
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, stage_b(s), &xs.x, cx,
-                                            &full[s]);
+            tma_detail::copy_x(xs.x, stage_b(s), &full[s], kt * BK, n0, pix);
           }
         }
       } else {

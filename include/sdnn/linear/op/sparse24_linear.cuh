@@ -78,14 +78,15 @@ struct tile_tag {
 struct sparse24_schedule {
   int tiles = 0, full_tiles = 0, splits = 1, k_tiles_per_split = 0, units = 0, n_tiles = 0;
 };
-inline sparse24_schedule sparse24_make_schedule(std::int64_t m, std::int64_t n, int k_pad, int bm, int bn, int bk,
+// k: W's columns; a tile takes ceil(k / bk) steps (the kernel skips steps wholly in the padding).
+inline sparse24_schedule sparse24_make_schedule(std::int64_t m, std::int64_t n, int k, int bm, int bn, int bk,
                                                 int slots, int target = 0) {
   constexpr int min_steps = 4;   // BK steps per split: below this the pipeline never fills
   constexpr int max_splits = 16;
   sparse24_schedule s;
   s.n_tiles = static_cast<int>((n + bn - 1) / bn);
   s.tiles = static_cast<int>((m + bm - 1) / bm) * s.n_tiles;
-  int const k_tiles = k_pad / bk, rem = s.tiles % slots;
+  int const k_tiles = (k + bk - 1) / bk, rem = s.tiles % slots;
   target = target > 0 ? std::min(target, slots) : slots;
   int splits = rem == 0 ? 1 : std::min({target / rem, k_tiles / min_steps, max_splits});
   if (splits > 1) {
@@ -212,8 +213,9 @@ class sparse24_linear_plan {
     if (n == 0 || m_ == 0) return;
     if (!xs.vec) return launch(detail::tile_tag<fallback_tile>{}, xs, -1, exec, n, y, epi, ws);
     if constexpr (std::is_same_v<Policy, policy::sparse24_auto>) {
-      // Tensor maps read dense rows only (xs.vec: 16-byte aligned).
-      bool const tma_x = std::is_same_v<XSrc, kernels::tc_rows_x<T>> && k_ > 0;
+      // Tensor maps read dense rows (xs.vec: 16-byte aligned) and a convolution's input whose
+      // channels come in whole 64-column steps.
+      bool const tma_x = k_ > 0 && tma_operand(xs, n);
       int const i = static_cast<int>(policy::sparse24_pick(arch_, n, policy::sparse24_wgmma_built, tma_x));  // < n_tiles_kinds
       with_tile(i, [&](auto tag) { launch(tag, xs, i, exec, n, y, epi, ws); });
     } else {
@@ -242,7 +244,7 @@ class sparse24_linear_plan {
     std::string s;
     with_tile(i, [&](auto tag) {
       using Tile = typename decltype(tag)::type;
-      auto const sc = detail::sparse24_make_schedule(m_, n, k_pad_, Tile::bm, Tile::bn, Tile::bk, slots_[i],
+      auto const sc = detail::sparse24_make_schedule(m_, n, static_cast<int>(k_), Tile::bm, Tile::bn, Tile::bk, slots_[i],
                                                      split_target<Tile>(slots_[i]));
       s = ::sdnn::detail::concat(tile_name<Tile>(), " tiles ", sc.tiles, " splits ", sc.splits, " ctas ", sc.units,
                                  " (", slots_[i] / sms_, "/SM)");
@@ -382,12 +384,26 @@ class sparse24_linear_plan {
     }
   }
 
+  // Whether X can be read through a tensor map by the warp-specialized tiles: dense aligned rows, or
+  // a convolution's NHWC input where a 64-column step lies in one tap (C a multiple of 64).
+  template <class XSrc>
+  bool tma_operand(XSrc const& xs, std::int64_t n) const {
+    if constexpr (std::is_same_v<XSrc, kernels::tc_rows_x<T>>) return xs.vec;
+    else if constexpr (std::is_same_v<XSrc, kernels::tc_im2col_x<T>>)
+      return kernels::im2col_tma_geometry(xs, n, k_, 64).encodable();
+    else {
+      (void)xs;
+      (void)n;
+      return false;
+    }
+  }
+
   // index: the tile's place in the plan's list, -1 for the fallback tile.
   template <class Tile, class XSrc>
   void launch(detail::tile_tag<Tile>, XSrc const& xs, int index, cuda_exec exec, std::int64_t n, dense_view<Out> y,
               basic_epilogue<float> const& epi, workspace ws) const {
     int const slots = index >= 0 ? slots_[std::size_t(index)] : fallback_slots_;
-    auto const sc = detail::sparse24_make_schedule(m_, n, k_pad_, Tile::bm, Tile::bn, Tile::bk, slots,
+    auto const sc = detail::sparse24_make_schedule(m_, n, static_cast<int>(k_), Tile::bm, Tile::bn, Tile::bk, slots,
                                                    split_target<Tile>(slots));
     kernels::sparse24_args a;
     a.values = values_.data();
@@ -420,10 +436,24 @@ class sparse24_linear_plan {
       // Dense, 16-byte aligned X rows: the whole stage through tensor maps (one per run for X).
       if (xs.vec && index >= 0 && k_ > 0) {
         kernels::sparse24_tma_x const t{tma_a_[std::size_t(index)], tma_e_[std::size_t(index)],
-                                        ::sdnn::detail::make_tma_2d(xs.x, 2, std::uint64_t(n), std::uint64_t(k_),
-                                                                    std::uint64_t(xs.ldx) * 2, Tile::bn, Tile::bk,
-                                                                    CU_TENSOR_MAP_SWIZZLE_128B)};
+                                        {::sdnn::detail::make_tma_2d(xs.x, 2, std::uint64_t(n), std::uint64_t(k_),
+                                                                     std::uint64_t(xs.ldx) * 2, Tile::bn, Tile::bk,
+                                                                     CU_TENSOR_MAP_SWIZZLE_128B)}};
         auto const fn = kernel<Tile, kernels::sparse24_tma_x>();
+        ::sdnn::detail::allow_dynamic_smem(fn, smem);
+        fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a, t);
+        SDNN_CUDA_CHECK_LAUNCH();
+        return;
+      }
+    }
+    if constexpr (Tile::warp_specialized && std::is_same_v<XSrc, kernels::tc_im2col_x<T>>) {
+      // A convolution's input through an im2col map: a stage's BN output pixels x 64 channels.
+      auto const geo = kernels::im2col_tma_geometry(xs, n, k_, 64);
+      if (geo.encodable() && index >= 0 && k_ > 0) {
+        using op_t = kernels::sparse24_tma<kernels::tc_tma_im2col_x>;
+        op_t const t{tma_a_[std::size_t(index)], tma_e_[std::size_t(index)],
+                     kernels::make_tc_tma_im2col_x(xs, geo, Tile::bn, Tile::bk, CU_TENSOR_MAP_SWIZZLE_128B)};
+        auto const fn = kernel<Tile, op_t>();
         ::sdnn::detail::allow_dynamic_smem(fn, smem);
         fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a, t);
         SDNN_CUDA_CHECK_LAUNCH();
