@@ -420,20 +420,27 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
     __syncthreads();
     if (!is_last_split) return;
     __threadfence();
-    // Sum in split order 0, 1, ..., whichever CTA finished last: the same bits on every run.
-    if (is_mma)
+    // Sum in split order 0, 1, ..., whichever CTA finished last: the same bits on every run. Each
+    // split's partial is read whole (MI x NI independent loads a thread) before the next: a tile
+    // split 9 ways waits 9 round trips, not MI x NI x 9.
+    if (is_mma) {
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < NI; ++j) {
-          float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-          for (int q = 0; q < p.splits; ++q) {
-            float4 const v = __ldcg(reinterpret_cast<float4 const*>(p.partial + static_cast<std::int64_t>(slot0 + q) * BM * BN) +
-                                    (i * NI + j) * MMA_THREADS + tid);
-            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+      for (int q = 0; q < p.splits; ++q) {
+        auto const* part = reinterpret_cast<float4 const*>(p.partial + static_cast<std::int64_t>(slot0 + q) * BM * BN) + tid;
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+          for (int j = 0; j < NI; ++j) {
+            float4 const v = __ldcg(part + (i * NI + j) * MMA_THREADS);
+            acc[i][j][0] += v.x, acc[i][j][1] += v.y, acc[i][j][2] += v.z, acc[i][j][3] += v.w;
           }
-          acc[i][j][0] = s.x, acc[i][j][1] = s.y, acc[i][j][2] = s.z, acc[i][j][3] = s.w;
-        }
+      }
+    }
     if (tid == 0) p.counters[tile - p.full_tiles] = 0;  // ready for the next launch (stream order)
   }
 
