@@ -278,4 +278,12 @@ TEST_CASE("sparse24_linear_can_implement", "[linear][sparse24]") {
   REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, true) == policy::sparse24_choice::ws_large);
   REQUIRE(policy::sparse24_pick(arch{10, 0}, 2048, true) == policy::sparse24_choice::large);
   REQUIRE(policy::sparse24_pick(arch{8, 0}, 64, true) == policy::sparse24_choice::n64);
+  // W of at most 128 rows (a convolution's filters): the 128-row wgmma tiles at any N.
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, true, true, 64) == policy::sparse24_choice::ws_mid);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, true, true, 128) == policy::sparse24_choice::ws_mid);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, true, true, 129) == policy::sparse24_choice::ws_large);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, true, false, 128) == policy::sparse24_choice::w_mid);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, true, false, 256) == policy::sparse24_choice::w_large);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 32, true, true, 64) == policy::sparse24_choice::ws_n32);
+  REQUIRE(policy::sparse24_pick(arch{9, 0}, 2048, false, true, 64) == policy::sparse24_choice::large);
 }

@@ -152,20 +152,24 @@ struct sparse24_tuning_default {
   static constexpr std::int64_t ws_n8_max = 8, ws_n32_max = 32, ws_n64_max = 64, ws_mid_max = 512;
 };
 
+// m: W's rows when known (0: many). The 256-row wgmma tiles read X half as often per W row as the
+// 128-row ones, which matters only where W has more rows than one tile: up to 128 rows (a
+// convolution's 64 or 128 filters) they would multiply padding, so the 128-row tile runs there.
 template <class Table>
-constexpr sparse24_choice sparse24_pick(std::int64_t n, bool wgmma, bool tma_x = false) {
+constexpr sparse24_choice sparse24_pick(std::int64_t n, bool wgmma, bool tma_x = false, std::int64_t m = 0) {
+  bool const small = m > 0 && m <= 128;
   if (wgmma && tma_x)
-    return n <= Table::ws_n8_max    ? sparse24_choice::n8
-           : n <= Table::ws_n32_max ? sparse24_choice::ws_n32
-           : n <= Table::ws_n64_max ? sparse24_choice::ws_n64
-           : n <= Table::ws_mid_max ? sparse24_choice::ws_mid
-                                    : sparse24_choice::ws_large;
+    return n <= Table::ws_n8_max             ? sparse24_choice::n8
+           : n <= Table::ws_n32_max          ? sparse24_choice::ws_n32
+           : n <= Table::ws_n64_max          ? sparse24_choice::ws_n64
+           : n <= Table::ws_mid_max || small ? sparse24_choice::ws_mid
+                                             : sparse24_choice::ws_large;
   if (wgmma)
-    return n <= Table::w_n8_max    ? sparse24_choice::n8
-           : n <= Table::w_n32_max ? sparse24_choice::n32
-           : n <= Table::w_n64_max ? sparse24_choice::w_n64
-           : n <= Table::w_mid_max ? sparse24_choice::w_mid
-                                   : sparse24_choice::w_large;
+    return n <= Table::w_n8_max             ? sparse24_choice::n8
+           : n <= Table::w_n32_max          ? sparse24_choice::n32
+           : n <= Table::w_n64_max          ? sparse24_choice::w_n64
+           : n <= Table::w_mid_max || small ? sparse24_choice::w_mid
+                                            : sparse24_choice::w_large;
   return n <= Table::n8_max    ? sparse24_choice::n8
          : n <= Table::n32_max ? sparse24_choice::n32
          : n <= Table::n64_max ? sparse24_choice::n64
@@ -173,13 +177,13 @@ constexpr sparse24_choice sparse24_pick(std::int64_t n, bool wgmma, bool tma_x =
                                : sparse24_choice::large;
 }
 // wgmma_built: the plan holds the wgmma tiles; they run on sm_90 only (an sm_90a binary). tma_x: X
-// is dense rows the tensor maps can read (16-byte aligned, K > 0); otherwise (e.g. a convolution's
-// implicit im2col) the wgmma tiles whose threads gather X.
+// is an operand the tensor maps can read (K > 0; dense 16-byte aligned rows, or a convolution's
+// aligned NHWC input with C a multiple of 64); otherwise the wgmma tiles whose threads gather X.
 constexpr sparse24_choice sparse24_pick(arch a, std::int64_t n, bool wgmma_built = sparse24_wgmma_built,
-                                        bool tma_x = true) {
+                                        bool tma_x = true, std::int64_t m = 0) {
   bool const w = wgmma_built && a == arch{9, 0};
-  return sparse24_tuning_sm90::measured <= a ? sparse24_pick<sparse24_tuning_sm90>(n, w, tma_x)
-                                             : sparse24_pick<sparse24_tuning_default>(n, w, tma_x);
+  return sparse24_tuning_sm90::measured <= a ? sparse24_pick<sparse24_tuning_sm90>(n, w, tma_x, m)
+                                             : sparse24_pick<sparse24_tuning_default>(n, w, tma_x, m);
 }
 
 }  // namespace sdnn::policy
