@@ -268,9 +268,9 @@ TEMPLATE_TEST_CASE("sparse24_conv: the warp-specialized tiles through im2col ten
 TEMPLATE_TEST_CASE("tc_conv: the warp-specialized 2:4 tiles through im2col tensor maps, odd shapes",
                    "[cuda][tc_conv][tma][ws]", bf16, fp16) {
   check_ws_im2col<TestType>({
-                                {conv::conv_shape::conv2d(128, 15, 15, 200, 3, 3, 2, 1), 2},   // stride 2, K not a tile multiple
-                                {conv::conv_shape::conv2d(64, 11, 13, 64, 3, 3, 1, 0), 2},     // unpadded, odd H and W
-                                {conv::conv_shape::conv2d(64, 12, 12, 64, 3, 3, 1, 2, 2), 2},  // dilation 2, padding 2
+                                {conv::conv_shape::conv2d(128, 15, 15, 200, 3, 3, 2, 1), 2},   // stride 2, K not tiled
+                                {conv::conv_shape::conv2d(64, 11, 13, 64, 3, 3, 1, 0), 2},     // unpadded, odd H, W
+                                {conv::conv_shape::conv2d(64, 12, 12, 64, 3, 3, 1, 2, 2), 2},  // dilation 2, pad 2
                                 {conv::conv_shape::conv2d(64, 10, 10, 96, 5, 5, 1, 2), 1},     // 5x5, batch 1
                                 {conv::conv_shape::conv2d(192, 7, 7, 136, 1, 1), 3},           // 1x1, 3 x 64 channels
                                 {conv::conv_shape::conv2d(64, 14, 14, 64, 3, 3, 1, 1), 7},     // 1372 pixels

@@ -433,6 +433,12 @@ TEST_CASE("sparse24 linear: whole tiles then split tiles (more tiles than reside
   auto s4 = ops::detail::sparse24_make_schedule(4096, 1, 4096, 128, 8, 128, 264, 132);
   REQUIRE(s4.splits == 4);
   REQUIRE(s4.units == 128);
+  // Steps of the real K, not the padded one: K = 192 is 3 steps of 64 (padded to 256: 4), K = 576
+  // (a 3x3 convolution over 64 channels) 9, split 5 + 4 over 25 tiles.
+  REQUIRE(ops::detail::sparse24_make_schedule(128, 8, 192, 128, 8, 64, 264).k_tiles_per_split == 3);
+  auto s5 = ops::detail::sparse24_make_schedule(72, 3136, 576, 128, 128, 64, 132);
+  REQUIRE(s5.splits == 2);
+  REQUIRE(s5.k_tiles_per_split == 5);
   // On the device: 2100 x 2100 outputs, more tiles than one wave holds (auto, then two tiles forced);
   // every m tile is checked on every 8th row of Y (the reference on all rows would take seconds).
   std::int64_t const m = 2100, k = 1024, n = 2100;

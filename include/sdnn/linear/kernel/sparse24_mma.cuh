@@ -431,7 +431,8 @@ __global__ void __launch_bounds__(Tile::threads, Tile::min_blocks) sparse24_mma_
 #pragma unroll
           for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
       for (int q = 0; q < p.splits; ++q) {
-        auto const* part = reinterpret_cast<float4 const*>(p.partial + static_cast<std::int64_t>(slot0 + q) * BM * BN) + tid;
+        auto const* part =
+            reinterpret_cast<float4 const*>(p.partial + static_cast<std::int64_t>(slot0 + q) * BM * BN) + tid;
 #pragma unroll
         for (int i = 0; i < MI; ++i)
 #pragma unroll

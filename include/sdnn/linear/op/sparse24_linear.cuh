@@ -216,7 +216,8 @@ class sparse24_linear_plan {
       // Tensor maps read dense rows (xs.vec: 16-byte aligned) and a convolution's input whose
       // channels come in whole 64-column steps.
       bool const tma_x = k_ > 0 && tma_operand(xs, n);
-      int const i = static_cast<int>(policy::sparse24_pick(arch_, n, policy::sparse24_wgmma_built, tma_x, m_));  // < n_tiles_kinds
+      int const i =  // < n_tiles_kinds
+          static_cast<int>(policy::sparse24_pick(arch_, n, policy::sparse24_wgmma_built, tma_x, m_));
       with_tile(i, [&](auto tag) { launch(tag, xs, i, exec, n, y, epi, ws); });
     } else {
       launch(detail::tile_tag<typename detail::sparse24_tile_at<0, tiles_t>::type>{}, xs, 0, exec, n, y, epi, ws);
@@ -240,12 +241,13 @@ class sparse24_linear_plan {
   // The tile and schedule a run of n rows uses (aligned X).
   std::string describe_run(std::int64_t n) const {
     int i = 0;
-    if constexpr (std::is_same_v<Policy, policy::sparse24_auto>) i = static_cast<int>(policy::sparse24_pick(arch_, n, policy::sparse24_wgmma_built, true, m_));
+    if constexpr (std::is_same_v<Policy, policy::sparse24_auto>)
+      i = static_cast<int>(policy::sparse24_pick(arch_, n, policy::sparse24_wgmma_built, true, m_));
     std::string s;
     with_tile(i, [&](auto tag) {
       using Tile = typename decltype(tag)::type;
-      auto const sc = detail::sparse24_make_schedule(m_, n, static_cast<int>(k_), Tile::bm, Tile::bn, Tile::bk, slots_[i],
-                                                     split_target<Tile>(slots_[i]));
+      auto const sc = detail::sparse24_make_schedule(m_, n, static_cast<int>(k_), Tile::bm, Tile::bn, Tile::bk,
+                                                     slots_[i], split_target<Tile>(slots_[i]));
       s = ::sdnn::detail::concat(tile_name<Tile>(), " tiles ", sc.tiles, " splits ", sc.splits, " ctas ", sc.units,
                                  " (", slots_[i] / sms_, "/SM)");
     });
