@@ -176,11 +176,14 @@ inline constexpr tc_auto_tuning tc_auto_tuning_sm80{{8, 0},
 
 // sparse24 on sm_90 in a build with the wgmma.sp tiles (90a, SDNN_SPARSE24_WGMMA=1): its own row,
 // fitted by benchmarks/fit_tc_auto.py to the 2:4 grid run of such a build on 2026-11-27, after the
-// kernel's epilogue was staged as float (linear16_s24_90a_NVIDIA-H100_2026-11-27.jsonl, c0c37b6;
-// CTest host.tc_auto_table_90a checks it). Replayed with the other paths' runs (those of
-// tc_auto_tuning_sm90), the choice is within 5 % of the fastest path at all 216 grid points.
-inline constexpr tc_path_rates tc_sparse24_rates_sm90a{{6.447, 6.445, 9.338, 19.85, 0, 0},
-                                                       {0.4479, 0.4497, 0.4313, 0.356, 1.261, 3.997}};
+// reduction of K splits read each split's partial whole (linear16_s24_split_90a_NVIDIA-H100_2026-11-27.jsonl,
+// 42da5ed; CTest host.tc_auto_table_90a checks it). With the row before (fitted to c0c37b6's kernel)
+// that run's automatic layer chose the bitmap tiles on 4096 x 4096 at N = 32 (a modelled tie), 1.09x
+// the 2:4 kernel's time; with this one the model picks the 2:4 kernel there. Replayed on the final
+// grid (835faed, every path, the 2:4 kernel's times from the new run), within 5 % of the fastest path
+// at 215 of 216 points (4096 x 11008 at N = 512: cuSPARSELt, 1.07x the 2:4 kernel, as before).
+inline constexpr tc_path_rates tc_sparse24_rates_sm90a{{6.107, 6.288, 8.503, 13.32, 0, 0},
+                                                       {0.4557, 0.4541, 0.436, 0.4179, 1.225, 3.943}};
 
 // The tuning for GPU `a`; sparse24_wgmma: the program holds the wgmma.sp tiles (they run on sm_90).
 constexpr tc_auto_tuning tc_auto_tuning_for(arch a, bool sparse24_wgmma = sparse24_wgmma_built) {
