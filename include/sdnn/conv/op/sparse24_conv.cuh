@@ -40,7 +40,10 @@ class sparse24_conv_plan {
   std::string describe(std::int64_t batch = 0) const {
     auto const& s = shape_;
     std::string d = detail::describe_conv(s, "sparse24_conv") + lin_.describe();
-    if (batch > 0) d += "; run: " + lin_.describe_run(batch * std::int64_t(s.OH()) * s.OW());
+    // An aligned input with C a multiple of 64 goes through an im2col tensor map where the tile
+    // takes one (sparse24_linear_plan::run_x); the description assumes the input aligned and the
+    // geometry within TMA's limits (core/tma.cuh).
+    if (batch > 0) d += "; run: " + lin_.describe_run(batch * std::int64_t(s.OH()) * s.OW(), s.C % 64 == 0);
     return d;
   }
 

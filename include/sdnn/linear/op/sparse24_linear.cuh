@@ -238,18 +238,21 @@ class sparse24_linear_plan {
     describe_tiles(s, std::make_index_sequence<n_tiles_kinds>{});
     return s + ::sdnn::detail::concat("; workspace ", ws_bytes_, " bytes");
   }
-  // The tile and schedule a run of n rows uses (aligned X).
-  std::string describe_run(std::int64_t n) const {
+  // The tile and schedule a run of n rows uses (X aligned; tma_x: an operand the tensor maps can read,
+  // as dense rows are, see run_x).
+  std::string describe_run(std::int64_t n, bool tma_x = true) const {
     int i = 0;
     if constexpr (std::is_same_v<Policy, policy::sparse24_auto>)
-      i = static_cast<int>(policy::sparse24_pick(arch_, n, policy::sparse24_wgmma_built, true, m_));
+      i = static_cast<int>(policy::sparse24_pick(arch_, n, policy::sparse24_wgmma_built, tma_x && k_ > 0, m_));
     std::string s;
     with_tile(i, [&](auto tag) {
       using Tile = typename decltype(tag)::type;
       auto const sc = detail::sparse24_make_schedule(m_, n, static_cast<int>(k_), Tile::bm, Tile::bn, Tile::bk,
                                                      slots_[i], split_target<Tile>(slots_[i]));
       s = ::sdnn::detail::concat(tile_name<Tile>(), " tiles ", sc.tiles, " splits ", sc.splits, " ctas ", sc.units,
-                                 " (", slots_[i] / sms_, "/SM)");
+                                 " (", slots_[i] / sms_, "/SM)",
+                                 Tile::warp_specialized ? (tma_x && k_ > 0 ? ", X through a tensor map" : ", X gathered")
+                                                        : "");
     });
     return s;
   }
