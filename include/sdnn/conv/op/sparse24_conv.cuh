@@ -43,7 +43,8 @@ class sparse24_conv_plan {
     // An aligned input with C a multiple of 64 goes through an im2col tensor map where the tile
     // takes one (sparse24_linear_plan::run_x); the description assumes the input aligned and the
     // geometry within TMA's limits (core/tma.cuh).
-    if (batch > 0) d += "; run: " + lin_.describe_run(batch * std::int64_t(s.OH()) * s.OW(), s.C % 64 == 0);
+    if (batch > 0) d += "; run: " + lin_.describe_run(batch * std::int64_t(s.OH()) * s.OW(),
+                                                   s.C % kernels::sparse24_im2col_channels == 0);
     return d;
   }
 

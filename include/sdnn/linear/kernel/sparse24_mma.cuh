@@ -37,6 +37,9 @@ namespace sdnn::kernels {
 // The padding the plan applies and the kernel relies on.
 inline constexpr int sparse24_m_align = 256;  // M padded to this: every BM divides it, A loads stay in bounds
 inline constexpr int sparse24_k_align = 128;  // K padded to this: every BK divides it, no partial A tile
+// A convolution's input goes through an im2col tensor map (warp-specialized tiles, BK = 64) where C
+// is a multiple of this: a step's columns are then one tap's channels.
+inline constexpr int sparse24_im2col_channels = 64;
 
 // Arguments of one launch (built by the plan). Work units: whole tiles first, then the tiles of the
 // last partial wave split along K; each split writes a float partial, and the last split of a tile to

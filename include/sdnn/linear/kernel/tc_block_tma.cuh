@@ -23,7 +23,6 @@
 #include <type_traits>
 
 #include "sdnn/core/epilogue.hpp"
-#include "sdnn/core/fast_divmod.hpp"
 #include "sdnn/core/numeric.cuh"
 #include "sdnn/linear/arch/mma.cuh"
 #include "sdnn/linear/arch/staged_store.cuh"

@@ -241,9 +241,10 @@ class sparse24_linear_plan {
   // The tile and schedule a run of n rows uses (X aligned; tma_x: an operand the tensor maps can read,
   // as dense rows are, see run_x).
   std::string describe_run(std::int64_t n, bool tma_x = true) const {
+    bool const tma = tma_x && k_ > 0;
     int i = 0;
     if constexpr (std::is_same_v<Policy, policy::sparse24_auto>)
-      i = static_cast<int>(policy::sparse24_pick(arch_, n, policy::sparse24_wgmma_built, tma_x && k_ > 0, m_));
+      i = static_cast<int>(policy::sparse24_pick(arch_, n, policy::sparse24_wgmma_built, tma, m_));
     std::string s;
     with_tile(i, [&](auto tag) {
       using Tile = typename decltype(tag)::type;
@@ -251,8 +252,7 @@ class sparse24_linear_plan {
                                                      slots_[i], split_target<Tile>(slots_[i]));
       s = ::sdnn::detail::concat(tile_name<Tile>(), " tiles ", sc.tiles, " splits ", sc.splits, " ctas ", sc.units,
                                  " (", slots_[i] / sms_, "/SM)",
-                                 Tile::warp_specialized ? (tma_x && k_ > 0 ? ", X through a tensor map" : ", X gathered")
-                                                        : "");
+                                 Tile::warp_specialized ? (tma ? ", X through a tensor map" : ", X gathered") : "");
     });
     return s;
   }
@@ -390,12 +390,12 @@ class sparse24_linear_plan {
   }
 
   // Whether X can be read through a tensor map by the warp-specialized tiles: dense aligned rows, or
-  // a convolution's NHWC input where a 64-column step lies in one tap (C a multiple of 64).
+  // a convolution's NHWC input where a 64-column step lies in one tap (kernels::sparse24_im2col_channels).
   template <class XSrc>
   bool tma_operand(XSrc const& xs, std::int64_t n) const {
     if constexpr (std::is_same_v<XSrc, kernels::tc_rows_x<T>>) return xs.vec;
     else if constexpr (std::is_same_v<XSrc, kernels::tc_im2col_x<T>>)
-      return kernels::im2col_tma_geometry(xs, n, k_, 64).encodable();
+      return kernels::im2col_tma_geometry(xs, n, k_, kernels::sparse24_im2col_channels).encodable();
     else {
       (void)xs;
       (void)n;
@@ -436,39 +436,34 @@ class sparse24_linear_plan {
       if (ws.data != nullptr)  // a caller's workspace: its counters start at zero only if we say so
         SDNN_CUDA_CHECK(cudaMemsetAsync(a.counters, 0, slots_used * sizeof(int), exec.stream));
     }
-    constexpr int smem = kernels::sparse24_smem_bytes<Tile>();
+    // One launch for the operand op (the X operand itself, or tensor maps standing for it); the
+    // shared-memory limit is raised again for this copy of the kernel (prepare() may be another
+    // unit's copy).
+    auto const go = [&](auto const& op) {
+      constexpr int smem = kernels::sparse24_smem_bytes<Tile>();
+      auto const fn = kernel<Tile, std::decay_t<decltype(op)>>();
+      ::sdnn::detail::allow_dynamic_smem(fn, smem);
+      fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a, op);
+      SDNN_CUDA_CHECK_LAUNCH();
+    };
     if constexpr (Tile::warp_specialized && std::is_same_v<XSrc, kernels::tc_rows_x<T>>) {
       // Dense, 16-byte aligned X rows: the whole stage through tensor maps (one per run for X).
-      if (xs.vec && index >= 0 && k_ > 0) {
-        kernels::sparse24_tma_x const t{tma_a_[std::size_t(index)], tma_e_[std::size_t(index)],
-                                        {::sdnn::detail::make_tma_2d(xs.x, 2, std::uint64_t(n), std::uint64_t(k_),
-                                                                     std::uint64_t(xs.ldx) * 2, Tile::bn, Tile::bk,
-                                                                     CU_TENSOR_MAP_SWIZZLE_128B)}};
-        auto const fn = kernel<Tile, kernels::sparse24_tma_x>();
-        ::sdnn::detail::allow_dynamic_smem(fn, smem);
-        fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a, t);
-        SDNN_CUDA_CHECK_LAUNCH();
-        return;
-      }
+      if (xs.vec && index >= 0 && k_ > 0)
+        return go(kernels::sparse24_tma_x{tma_a_[std::size_t(index)], tma_e_[std::size_t(index)],
+                                          {::sdnn::detail::make_tma_2d(xs.x, 2, std::uint64_t(n), std::uint64_t(k_),
+                                                                       std::uint64_t(xs.ldx) * 2, Tile::bn, Tile::bk,
+                                                                       CU_TENSOR_MAP_SWIZZLE_128B)}});
     }
     if constexpr (Tile::warp_specialized && std::is_same_v<XSrc, kernels::tc_im2col_x<T>>) {
-      // A convolution's input through an im2col map: a stage's BN output pixels x 64 channels.
-      auto const geo = kernels::im2col_tma_geometry(xs, n, k_, 64);
-      if (geo.encodable() && index >= 0 && k_ > 0) {
-        using op_t = kernels::sparse24_tma<kernels::tc_tma_im2col_x>;
-        op_t const t{tma_a_[std::size_t(index)], tma_e_[std::size_t(index)],
-                     kernels::make_tc_tma_im2col_x(xs, geo, Tile::bn, Tile::bk, CU_TENSOR_MAP_SWIZZLE_128B)};
-        auto const fn = kernel<Tile, op_t>();
-        ::sdnn::detail::allow_dynamic_smem(fn, smem);
-        fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a, t);
-        SDNN_CUDA_CHECK_LAUNCH();
-        return;
-      }
+      // A convolution's input through an im2col map: a stage's BN output pixels x BK channels.
+      static_assert(Tile::bk == kernels::sparse24_im2col_channels, "sparse24: an im2col step is one tap's channels");
+      auto const geo = kernels::im2col_tma_geometry(xs, n, k_, kernels::sparse24_im2col_channels);
+      if (geo.encodable() && index >= 0 && k_ > 0)
+        return go(kernels::sparse24_tma<kernels::tc_tma_im2col_x>{
+            tma_a_[std::size_t(index)], tma_e_[std::size_t(index)],
+            kernels::make_tc_tma_im2col_x(xs, geo, Tile::bn, Tile::bk, CU_TENSOR_MAP_SWIZZLE_128B)});
     }
-    auto const fn = kernel<Tile, XSrc>();
-    ::sdnn::detail::allow_dynamic_smem(fn, smem);  // again by the launch (prepare() may be another unit's copy)
-    fn<<<sc.units, Tile::threads, smem, exec.stream>>>(a, xs);
-    SDNN_CUDA_CHECK_LAUNCH();
+    go(xs);
   }
 
   std::int64_t m_ = 0, k_ = 0;
