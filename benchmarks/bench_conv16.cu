@@ -2,7 +2,7 @@
 // VGG-16 and the distinct layers of ResNet-50 at batch 1 / 16 / 128, bf16 and fp16, each with bias
 // and ReLU, and the VGG-16 convolution stack end to end. Paths per layer: cuDNN (its best algorithm,
 // bias + ReLU fused or as a separate pass, whichever it timed faster), cuDNN's convolution alone,
-// sdnn's implicit GEMM dense, with channel blocks (64 x 32, 32 x 32 and 16 x 16 output x input
+// sdnn's implicit GEMM dense, its direct kernel on a first layer (R*S*C <= 256), with channel blocks (64 x 32, 32 x 32 and 16 x 16 output x input
 // channels shared by all taps) at each --sparsity, with the filter 2:4 along R*S*C (mma.sp), the
 // automatic plan on the same weights, and whole filters and input channels removed (cuDNN on the
 // compact layer). The baseline of every
@@ -10,7 +10,7 @@
 // --reps after two warm-up runs. One JSON line per (layer, batch, type, path) (family "conv16");
 // benchmarks/plot_conv16.py draws the PNG. Options: --layers=vgg,resnet --batch=1,16,128
 // --types=fp16,bf16 --sparsity=0.75,0.9 --reps=20 --mode=layers|stack|both --blocks=64x32,32x32,16x16
-// --sdnn-dense=1 --sparse24=1 --tma=1 --commit=HASH --only=NAME (one layer, by name). The
+// --sdnn-dense=1 --sparse24=1 --tma=1 --small-c=1 --commit=HASH --only=NAME (one layer, by name). The
 // channel-block rows run the tiled kernels (sdnn_tc_blocks) and, with --tma=1, the TMA block kernel
 // forced (sdnn_tc_blocks_tma; where the input or the blocks do not allow it the plan runs its tiled
 // kernels).
@@ -19,6 +19,7 @@
 #include <sdnn/conv/filter_removal.hpp>
 #include <sdnn/conv/gemm_weights.hpp>
 #include <sdnn/conv/op/conv16_auto.cuh>
+#include <sdnn/conv/op/small_c_conv.cuh>
 #include <sdnn/conv/op/sparse24_conv.cuh>
 #include <sdnn/conv/op/tc_conv.cuh>
 #include <sdnn/conv/vendor/cudnn16.cuh>
@@ -98,8 +99,16 @@ struct options {
   bool sdnn_dense = true;  // time sdnn's dense implicit GEMM too
   bool sparse24 = true;    // the 2:4 rows (and a 2:4 stack)
   bool tma = true;         // the channel-block rows with the TMA kernel forced
+  bool small_c = true;     // the automatic plans may take the direct kernel of first layers
 };
 options g_opt;
+
+// The automatic plans' options: every path, or all but the direct kernel (--small-c=0).
+ops::conv16_auto_options auto_options() {
+  ops::conv16_auto_options o;
+  if (!g_opt.small_c) o.allowed &= ~(1u << unsigned(ops::conv16_path::small_c));
+  return o;
+}
 
 std::vector<std::string> split(std::string const& s) {
   std::vector<std::string> v;
@@ -132,6 +141,7 @@ void parse(int argc, char** argv) {
     else if (auto v = val("--sdnn-dense=")) g_opt.sdnn_dense = std::atoi(v) != 0;
     else if (auto v = val("--sparse24=")) g_opt.sparse24 = std::atoi(v) != 0;
     else if (auto v = val("--tma=")) g_opt.tma = std::atoi(v) != 0;
+    else if (auto v = val("--small-c=")) g_opt.small_c = std::atoi(v) != 0;
     else if (auto v = val("--blocks=")) {  // e.g. 64x32,32x32
       g_opt.blocks.clear();
       for (auto const& t : split(v)) g_opt.blocks.push_back({std::stoi(t), std::stoi(t.substr(t.find('x') + 1))});
@@ -295,7 +305,7 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
   auto auto_time = [&](dense_matrix<T> const& w, std::string const& structure, double sp) {
     row r{"automatic", structure, sp, target};
     try {
-      ops::conv16_auto_plan<T> plan(s, batch, std::as_const(w).view(), bias, true, false, ex);
+      ops::conv16_auto_plan<T> plan(s, batch, std::as_const(w).view(), bias, true, false, ex, auto_options());
       r.t = measure([&] { plan.run(ex, dx.data(), dy.data()); });
       r.note = plan.reason();
     } catch (std::exception const& e) {
@@ -308,6 +318,9 @@ void run_layer(layer_def const& L, std::int64_t batch, std::map<std::string, dou
     dense_matrix<T> w2(s.K, RSC);
     std::copy(wg.values().begin(), wg.values().end(), w2.values().begin());
     if (g_opt.sdnn_dense) sdnn_time(policy::tc_dense_mma{}, w2, "sdnn_tc_dense", "dense", 0, dref.data());
+    if (ops::small_c_conv_can_implement<T>(s))  // a first layer: the direct kernel
+      plan_time([&] { return ops::small_c_conv_plan<T>(s, std::as_const(wg).view(), ex); }, "sdnn_small_c", "dense", 0,
+                dref.data());
     auto_time(wg, "dense", 0);
   }
   for (double sp : g_opt.sparsity) {
@@ -475,7 +488,7 @@ void run_stack(std::int64_t batch) {
           return std::move(pr.gemm);
         }();
         plans.push_back(std::make_unique<ops::conv16_auto_plan<T>>(sh, batch, std::as_const(w).view(), biases[i], true,
-                                                                    net[i].pool, ex));
+                                                                    net[i].pool, ex, auto_options()));
         chosen += std::string(i ? " " : "") + ops::conv16_path_name(plans.back()->path());
       }
       emit("automatic", st, blocks ? 1.0 - double(kept) / double(blocks) : 0.0, time_stack(plans), chosen);
@@ -487,7 +500,7 @@ void run_stack(std::int64_t batch) {
     for (std::size_t i = 0; i < net.size(); ++i) {
       auto const w = to_dense(ops::prune_sparse24(std::as_const(dense[i]).view()));
       plans.push_back(std::make_unique<ops::conv16_auto_plan<T>>(net[i].s, batch, std::as_const(w).view(), biases[i],
-                                                                  true, net[i].pool, ex));
+                                                                  true, net[i].pool, ex, auto_options()));
       chosen += std::string(i ? " " : "") + ops::conv16_path_name(plans.back()->path());
     }
     emit("automatic", "2:4", 0.5, time_stack(plans), chosen);

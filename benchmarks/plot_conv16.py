@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 TAGS = {"cudnn": "cuDNN", "tc_dense": "tcD", "tc_blocks64x32": "b64", "tc_blocks32": "b32", "tc_blocks16": "b16",
-        "tc_tiles": "tile", "cublaslt_1x1": "Lt", "tc_blocks64x32_tma": "b64t", "tc_blocks32_tma": "b32t", "tc_sparse24": "2:4"}
+        "tc_tiles": "tile", "cublaslt_1x1": "Lt", "tc_blocks64x32_tma": "b64t", "tc_blocks32_tma": "b32t", "tc_sparse24": "2:4", "small_c": "sc"}
 
 
 def load(path):

@@ -148,6 +148,7 @@
 #include "sdnn/conv/op/direct_sparse.cuh"
 #include "sdnn/conv/op/direct_sparse_quantized.cuh"
 #include "sdnn/conv/op/conv16_auto.cuh"
+#include "sdnn/conv/op/small_c_conv.cuh"
 #include "sdnn/conv/op/tc_conv.cuh"
 #include "sdnn/conv/kernel/nhwc_epilogue.cuh"
 #include "sdnn/conv/vendor/cudnn.cuh"

@@ -1,5 +1,5 @@
 // The automatic 16-bit convolution on the device: every path it can choose (forced through the
-// allowed mask; the 2:4 path on 2:4 filters) and its own choice against the host reference on the same rounded inputs, with
+// allowed mask; the 2:4 path on 2:4 filters, the direct kernel on a first layer) and its own choice against the host reference on the same rounded inputs, with
 // bias, ReLU and the 2x2 pool; the choice, its reason and the process cache; refusals.
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_tc_fixtures.hpp"
@@ -98,6 +98,8 @@ TEMPLATE_TEST_CASE("conv16_auto: every path and the choice against the reference
   auto const v1 = sdnn_test::random_vector<T>(s1.K * s1.filter_size(), 11, -0.3f, 0.3f);
   std::copy(v1.begin(), v1.end(), w1.values().begin());
   check<T>(s1, 2, w1, true, ops::conv16_all_paths, 12);
+  for (bool pool : {false, true})  // its direct kernel, forced
+    CHECK(check<T>(s1, 2, w1, pool, only(ops::conv16_path::small_c), 15) == std::string("small_c"));
   auto const s2 = conv::conv_shape::conv2d(64, 14, 14, 128, 1, 1, 2, 0);
   dense_matrix<T> w2(s2.K, s2.filter_size());
   auto const v2 = sdnn_test::random_vector<T>(s2.K * s2.filter_size(), 13, -0.3f, 0.3f);

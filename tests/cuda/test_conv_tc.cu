@@ -4,12 +4,13 @@
 // explicitly (conv::im2col_nhwc) and runs the linear reference on it (the same rounded inputs, sums
 // in float). Odd channel counts (the element-wise gather), stride, padding, dilation, 1x1, batch 1
 // and 3, K not a multiple of any tile, an empty-block filter; identical bits on a second run;
-// refusals.
+// refusals. The direct kernel of first layers (small_c_conv_plan) against the same reference.
 #include "sdnn_gpu_test.cuh"
 #include "sdnn_tc_fixtures.hpp"
 #include "sdnn_test_util.hpp"
 
 #include <sdnn/conv/nhwc.hpp>
+#include <sdnn/conv/op/small_c_conv.cuh>
 #include <sdnn/conv/op/sparse24_conv.cuh>
 #include <sdnn/conv/op/tc_conv.cuh>
 #include <sdnn/formats/block_sparse.hpp>
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace sdnn;
@@ -302,4 +304,86 @@ TEST_CASE("tc_conv: refusals before any launch", "[cuda][tc_conv]") {
   CHECK(error_text([&] { plan.run(ex, static_cast<bf16 const*>(nullptr), std::int64_t(1) << 31, y, {}); })
             .find("2^31") != std::string::npos);
   plan.run(ex, static_cast<bf16 const*>(nullptr), 0, y, {});  // an empty batch runs nothing
+}
+
+// The direct kernel of short reductions (R*S*C <= 256: first layers) against the same reference.
+template <class T, class Out>
+std::vector<Out> check_small_c(conv::conv_shape const& s, std::int64_t batch, dense_matrix<T> const& wg, unsigned seed,
+                               bool bias_relu, int x_offset = 0) {
+  auto make = [&](cuda_exec ex) { return ops::small_c_conv_plan<T, Out>(s, std::as_const(wg).view(), ex); };
+  return check_conv_with<T, Out>("small_c", make, s, batch, wg, seed, bias_relu, x_offset);
+}
+
+TEMPLATE_TEST_CASE("small_c_conv: first layers against the im2col reference, odd shapes", "[cuda][tc_conv][small_c]",
+                   bf16, fp16) {
+  using T = TestType;
+  std::vector<layer> const layers = {
+      {conv::conv_shape::conv2d(3, 17, 15, 64, 3, 3, 1, 1), 3},      // VGG's first layer, odd H and W, 765 pixels
+      {conv::conv_shape::conv2d(3, 23, 23, 64, 7, 7, 2, 3), 2},      // ResNet's: 7x7 stride 2 pad 3, 147 in 10 steps
+      {conv::conv_shape::conv2d(1, 13, 12, 8, 5, 5, 1, 2, 2), 1},    // C = 1, dilation 2, padding 2, one n-tile
+      {conv::conv_shape::conv2d(5, 11, 9, 72, 3, 3, 2, 0), 2},       // stride 2 unpadded, K = 64 + 8: two chunks
+      {conv::conv_shape::conv2d(16, 6, 7, 136, 4, 4, 1, 1), 1},      // R*S*C = 256 (16 steps), K = 2 x 64 + 8
+      {conv::conv_shape::conv2d(3, 5, 4, 24, 1, 1), 1},              // 1x1: one step, mostly padding; 20 pixels
+      {conv::conv_shape::conv2d(3, 1, 1, 16, 1, 1), 1},              // a single pixel
+  };
+  unsigned seed = 501;
+  for (auto const& l : layers) {
+    auto const w = random_filter<T>(l.s, seed++);
+    check_small_c<T, T>(l.s, l.batch, w, seed++, true);
+    check_small_c<T, float>(l.s, l.batch, w, seed++, false);
+    check_small_c<T, T>(l.s, l.batch, w, seed++, false, /*x_offset=*/1);  // any input alignment
+  }
+}
+
+TEST_CASE("small_c_conv: an output that is not 16-byte aligned, Inf and NaN, refusals", "[cuda][tc_conv][small_c]") {
+  stream_guard sg;
+  auto ex = sg.exec();
+  auto const s = conv::conv_shape::conv2d(3, 9, 10, 64, 3, 3, 1, 1);
+  std::int64_t const batch = 2, n = batch * s.OH() * s.OW();
+  auto const w = random_filter<fp16>(s, 7);
+  auto hx = sdnn_test::random_vector<fp16>(batch * s.H * s.W * s.C, 8);
+  hx[std::size_t(((1 * s.H + 4) * s.W + 5) * s.C + 1)] = fp16(INFINITY);  // image 1, row 4, column 5, channel 1
+  hx[std::size_t((0 * s.H + 0) * s.W * s.C + 2)] = fp16(NAN);              // image 0, row 0, column 0, channel 2
+  auto dx = upload(hx, ex);
+  ops::small_c_conv_plan<fp16, float> plan(s, std::as_const(w).view(), ex);
+  buffer<float, device_space> dy(std::size_t(n * s.K + 1), ex);
+  plan.run(ex, dx.data(), batch, dy.data(), {});
+  auto const aligned = download(dy.data(), std::size_t(n * s.K), ex);
+  plan.run(ex, dx.data(), batch, dy.data() + 1, {});  // 4-byte aligned: the element-wise stores
+  auto const shifted = download(dy.data() + 1, std::size_t(n * s.K), ex);
+  CHECK(std::memcmp(aligned.data(), shifted.data(), aligned.size() * sizeof(float)) == 0);
+  // Non-finite inputs propagate as the host reference's float arithmetic has them: an output is
+  // NaN exactly where the reference's is, +-Inf where it is; the rest within the finite bound.
+  auto const a = conv::im2col_nhwc(s, batch, hx.data());
+  dense_matrix<float> ref(n, s.K);
+  reference::tc_linear(a.view(), w.view(), ref.view(), basic_epilogue<float>{});
+  std::int64_t nan = 0, inf = 0, bad = 0;
+  for (std::int64_t i = 0; i < n * s.K; ++i) {
+    float const r = ref.values()[std::size_t(i)], got = aligned[std::size_t(i)];
+    if (std::isnan(r)) ++nan, bad += !std::isnan(got);
+    else if (std::isinf(r)) ++inf, bad += got != r;
+    else bad += !(std::fabs(got - r) <= 1e-3f * (1.f + std::fabs(r)));
+  }
+  CHECK(bad == 0);
+  CHECK(nan > 0);
+  CHECK(inf > 0);
+
+  dense_matrix<fp16> wrong(64, 3 * 9 + 1);
+  CHECK(error_text([&] { ops::small_c_conv_plan<fp16> p(s, std::as_const(wrong).view(), ex); }).find("K x R*S*C") !=
+        std::string::npos);
+  auto const s_long = conv::conv_shape::conv2d(29, 8, 8, 16, 3, 3, 1, 1);  // R*S*C = 261
+  dense_matrix<fp16> wl(s_long.K, s_long.filter_size());
+  CHECK(error_text([&] { ops::small_c_conv_plan<fp16> p(s_long, std::as_const(wl).view(), ex); }).find("at most 256") !=
+        std::string::npos);
+  auto const s_k = conv::conv_shape::conv2d(3, 8, 8, 12, 3, 3, 1, 1);  // K = 12
+  dense_matrix<fp16> wk(s_k.K, s_k.filter_size());
+  CHECK(error_text([&] { ops::small_c_conv_plan<fp16> p(s_k, std::as_const(wk).view(), ex); }).find("multiple of 8") !=
+        std::string::npos);
+  ops::small_c_conv_plan<fp16> half_plan(s, std::as_const(w).view(), ex);
+  fp16* y = nullptr;
+  CHECK(error_text([&] { half_plan.run(ex, static_cast<fp16 const*>(nullptr), 2, y, {}); }).find("null") !=
+        std::string::npos);
+  CHECK(error_text([&] { half_plan.run(ex, static_cast<fp16 const*>(nullptr), std::int64_t(1) << 31, y, {}); })
+            .find("2^31") != std::string::npos);
+  half_plan.run(ex, static_cast<fp16 const*>(nullptr), 0, y, {});  // an empty batch runs nothing
 }

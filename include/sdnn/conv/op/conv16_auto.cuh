@@ -3,8 +3,9 @@
 // and the tensor-core implicit GEMMs the filter's structure allows (blocks of 64 x 32, 32 x 32 or
 // 16 x 16 of its GEMM view, as channel-block pruning leaves them, the 64 x 32 and 32 x 32 ones also
 // through the TMA block kernel on sm_90; 64 x 64 tiles of its nonzeros; 2:4
-// along the reduction dimension on mma.sp), and for a 1x1 stride-1 unpadded layer the plain GEMM
-// through cuBLASLt with the bias and ReLU fused (where cuDNN runs them as a pass of their own).
+// along the reduction dimension on mma.sp), for a 1x1 stride-1 unpadded layer the plain GEMM
+// through cuBLASLt with the bias and ReLU fused (where cuDNN runs them as a pass of their own),
+// and for a short reduction (R*S*C <= 256: a first layer) the direct kernel of small_c_conv.cuh.
 // The choice is a tuning run at plan time: every candidate is timed on this GPU with this batch,
 // in interleaved rounds (the plan SYNCHRONISES, as cuDNN's own algorithm search does), the result
 // cached for the process per (GPU, layer, batch, type, epilogue, structure). Only the chosen path
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "sdnn/conv/kernel/nhwc_epilogue.cuh"
+#include "sdnn/conv/op/small_c_conv.cuh"
 #include "sdnn/conv/op/sparse24_conv.cuh"
 #include "sdnn/conv/op/tc_conv.cuh"
 #include "sdnn/conv/vendor/cudnn16.cuh"
@@ -48,7 +50,8 @@ enum class conv16_path {
   cublaslt_1x1,
   tc_sparse24,
   tc_blocks64x32_tma,  // the block kernels of linear/kernel/tc_block_tma.cuh (sm_90, C % 32 == 0)
-  tc_blocks32_tma
+  tc_blocks32_tma,
+  small_c  // the direct kernel of conv/op/small_c_conv.cuh (R*S*C <= 256, K % 8 == 0)
 };
 inline char const* conv16_path_name(conv16_path p) {
   switch (p) {
@@ -61,10 +64,11 @@ inline char const* conv16_path_name(conv16_path p) {
     case conv16_path::tc_sparse24: return "tc_sparse24";
     case conv16_path::tc_blocks64x32_tma: return "tc_blocks64x32_tma";
     case conv16_path::tc_blocks32_tma: return "tc_blocks32_tma";
+    case conv16_path::small_c: return "small_c";
     default: return "tc_tiles";
   }
 }
-inline constexpr unsigned conv16_all_paths = 0x3ff;
+inline constexpr unsigned conv16_all_paths = 0x7ff;
 
 struct conv16_auto_options {
   unsigned allowed = conv16_all_paths;  // mask of 1 << conv16_path
@@ -167,6 +171,7 @@ class conv16_auto_plan {
       cands.push_back(conv16_path::tc_tiles);
     if (allowed(conv16_path::cublaslt_1x1) && is_plain_gemm()) cands.push_back(conv16_path::cublaslt_1x1);
     if (allowed(conv16_path::tc_sparse24) && analysed.is_24) cands.push_back(conv16_path::tc_sparse24);
+    if (allowed(conv16_path::small_c) && small_c_conv_can_implement<T>(s_)) cands.push_back(conv16_path::small_c);
     SDNN_EXPECTS(!cands.empty(), "conv16_auto_plan: no allowed path (allowed mask ", opt.allowed, ")");
     if (!bias.empty()) bias_dev_ = copy_to<device_space>(host_buffer<float>(bias.begin(), bias.end()), own);
 
@@ -259,6 +264,7 @@ class conv16_auto_plan {
     else if (cudnn_) d += cudnn_->describe();
     else if (lt_) d += lt_->describe();
     else if (s24_) d += s24_->describe(batch_);
+    else if (sc_) d += sc_->describe(batch_);
     else d += with_tc([&](auto const& p) { return p.describe(batch_); });
     return d;
   }
@@ -283,7 +289,7 @@ class conv16_auto_plan {
     return s_.R == 1 && s_.S == 1 && s_.stride_h == 1 && s_.stride_w == 1 && s_.pad_h == 0 && s_.pad_w == 0 &&
            s_.C % 8 == 0 && s_.K % 8 == 0;
   }
-  // The tensor-core plan in use (not for the cuDNN, cuBLASLt or 2:4 paths).
+  // The tensor-core plan in use (not for the cuDNN, cuBLASLt, 2:4 or small-C paths).
   template <class F>
   auto with_tc(F&& f) const {
     if (dense_) return f(*dense_);
@@ -298,6 +304,7 @@ class conv16_auto_plan {
     blocks_.reset();
     tiles_.reset();
     s24_.reset();
+    sc_.reset();
     pool_buf_ = {};
     switch (p) {
       case conv16_path::cudnn:
@@ -329,6 +336,9 @@ class conv16_auto_plan {
       case conv16_path::tc_sparse24:  // a filter that is not 2:4 is refused here, naming its first bad group
         s24_ = std::make_unique<sparse24_conv_plan<T>>(s_, sparse24_from_dense(w), own);
         break;
+      case conv16_path::small_c:
+        sc_ = std::make_unique<small_c_conv_plan<T>>(s_, w, own);
+        break;
       case conv16_path::cublaslt_1x1:
         lt_ = std::make_unique<vendor::cublaslt_linear16<T>>(batch_ * s_.H * s_.W, s_.K, s_.C, w, bias, relu_, own);
         break;
@@ -344,6 +354,7 @@ class conv16_auto_plan {
     ws_bytes_ = cudnn_ ? cudnn_->workspace_bytes()
                        : lt_  ? 0  // the cuBLASLt plan owns its workspace
                        : s24_ ? s24_->workspace_bytes()
+                       : sc_  ? 0
                               : with_tc([](auto const& p) { return p.workspace_bytes(); });
     if (!cudnn_ && pool_) pool_buf_ = device_buffer<T>(std::size_t(batch_ * s_.OH() * s_.OW() * s_.K), own);
   }
@@ -355,6 +366,7 @@ class conv16_auto_plan {
     T* out = pool_ ? const_cast<T*>(pool_buf_.data()) : y;
     if (lt_) lt_->run(exec, x, out);
     else if (s24_) s24_->run(exec, x, batch_, out, epi_, ws);
+    else if (sc_) sc_->run(exec, x, batch_, out, epi_);
     else
       with_tc([&](auto const& p) {
         p.run(exec, x, batch_, out, epi_, ws);
@@ -377,6 +389,7 @@ class conv16_auto_plan {
   std::unique_ptr<tc_conv_plan<policy::tc_tile_offsets_mma, T>> tiles_;
   std::unique_ptr<vendor::cublaslt_linear16<T>> lt_;
   std::unique_ptr<sparse24_conv_plan<T>> s24_;
+  std::unique_ptr<small_c_conv_plan<T>> sc_;
   device_buffer<T> pool_buf_;
   std::unique_ptr<conv16_auto_plan> sub_;  // after a tuning run: the winner's own plan, as timed
   ::sdnn::detail::run_streams runs_;
