@@ -60,7 +60,8 @@ class small_c_conv_plan {
   static_assert(is_16bit_float_v<T>, "small_c_conv_plan: T must be sdnn::bf16 or sdnn::fp16");
   static_assert(std::is_same_v<Out, T> || std::is_same_v<Out, float>, "small_c_conv_plan: Out must be T or float");
   static constexpr int warps = small_c_warps;
-  static auto kernel() { return &kernels::small_c_conv_kernel<T, Out, warps>; }
+  using kernel_fn = void (*)(kernels::small_c_conv_params<T, Out>);
+  static kernel_fn kernel() { return &kernels::small_c_conv_kernel<T, Out, warps>; }
 
  public:
   using value_type = T;
