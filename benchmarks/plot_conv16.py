@@ -8,7 +8,8 @@ Writes
               each sparsity asked for, cell = speedup of `automatic` over cuDNN of the same type, layer
               and batch measured in the same process (the faster of cuDNN with bias + ReLU and its
               convolution alone: the bench's speedup_vs_cudnn), annotated with the value and a tag of
-              the path it chose; a second row of panels gives sdnn's kernel's speedup (block or 2:4);
+              the path it chose; a second row of panels gives sdnn's kernel's speedup (block, 2:4, or the
+              direct kernel of a first layer);
   --md FILE   a Markdown table: per (layer, batch, type), cuDNN's time, and per structure the sdnn
               kernel's, the automatic plan's (with its choice) and the compact (filters removed) cuDNN
               layer's speedups over that cuDNN time.
@@ -66,7 +67,7 @@ def main():
     layers = list(OrderedDict.fromkeys(r["layer"] for r in rows if r["layer"] != "vgg16_stack"))
     if any(r["layer"] == "vgg16_stack" for r in rows):
         layers.append("vgg16_stack")
-    kernels = ("sdnn_tc_blocks", "sdnn_tc_sparse24")  # sdnn's kernel for the column's structure
+    kernels = ("sdnn_tc_blocks", "sdnn_tc_sparse24", "sdnn_small_c")  # sdnn's kernel for the column's structure
     cols = sorted({(r["structure"], target(r)) for r in rows if r["path"] in ("automatic",) + kernels},
                   key=lambda c: (c[0] != "dense", c[0], c[1]))
 

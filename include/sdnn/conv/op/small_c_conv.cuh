@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <vector>
+#include <type_traits>
 
 #include "sdnn/conv/kernel/small_c_conv.cuh"
 #include "sdnn/conv/op/tc_conv.hpp"
@@ -29,7 +29,8 @@ namespace sdnn::ops {
 inline constexpr int small_c_max_reduction = 256;
 // Shared memory a CTA may ask for: within every sm_80+ GPU's per-block opt-in (99 KB on sm_86).
 inline constexpr std::size_t small_c_max_smem = 96 * 1024;
-inline constexpr int small_c_warps = 8;  // per CTA (measured: see benchmarks/results/conv16_small_c_*)
+// Warps a CTA: not swept (the kernel's 80 registers a thread hold an SM of sm_90 to 3 such CTAs).
+inline constexpr int small_c_warps = 8;
 
 // Whether the kernel takes layer s, from its shape alone (the plan also checks the GPU).
 template <class Out>
