@@ -47,8 +47,8 @@ __global__ void nhwc_max_pool2x2_kernel(T const* in, T* out, std::int64_t batch,
   }
 }
 
-// The same, 8 channels a thread (16-byte loads and stores: K % 8 == 0, in and out 16-byte
-// aligned), with 32-bit index arithmetic (n8 = batch * H/2 * W/2 * K/8 < 2^31): the scalar kernel
+// The same for 16-bit T, 8 channels a thread (16-byte loads and stores: K % 8 == 0, in and out
+// 16-byte aligned), with 32-bit index arithmetic (n8 = batch * H/2 * W/2 * K/8 < 2^31): the scalar kernel
 // spends more time dividing 64-bit indices than moving its bytes. The same fmaxf tree per channel.
 template <class T>
 __global__ void nhwc_max_pool2x2_vec8_kernel(T const* in, T* out, int n8, fast_divmod k8, fast_divmod pw_div,
@@ -93,13 +93,15 @@ template <class T>
 void nhwc_max_pool2x2(T const* in, T* out, std::int64_t batch, int H, int W, int K, cuda_exec const& exec) {
   std::int64_t const n = batch * (H / 2) * (W / 2) * K;
   if (n == 0) return;
-  if (K % 8 == 0 && n / 8 < (std::int64_t(1) << 31) && reinterpret_cast<std::uintptr_t>(in) % 16 == 0 &&
-      reinterpret_cast<std::uintptr_t>(out) % 16 == 0) {
-    nhwc_max_pool2x2_vec8_kernel<native_t<T>><<<elementwise_grid(n / 8), 256, 0, exec.stream>>>(
-        to_native(in), to_native(out), int(n / 8), fast_divmod(K / 8), fast_divmod(W / 2), fast_divmod(H / 2), H, W,
-        K);
-    SDNN_CUDA_CHECK_LAUNCH();
-    return;
+  if constexpr (is_16bit_float_v<T>) {
+    if (K % 8 == 0 && n / 8 < (std::int64_t(1) << 31) && reinterpret_cast<std::uintptr_t>(in) % 16 == 0 &&
+        reinterpret_cast<std::uintptr_t>(out) % 16 == 0) {
+      nhwc_max_pool2x2_vec8_kernel<native_t<T>><<<elementwise_grid(n / 8), 256, 0, exec.stream>>>(
+          to_native(in), to_native(out), int(n / 8), fast_divmod(K / 8), fast_divmod(W / 2), fast_divmod(H / 2), H,
+          W, K);
+      SDNN_CUDA_CHECK_LAUNCH();
+      return;
+    }
   }
   nhwc_max_pool2x2_kernel<native_t<T>><<<elementwise_grid(n), 256, 0, exec.stream>>>(to_native(in), to_native(out),
                                                                                          batch, H, W, K);
