@@ -2,7 +2,7 @@
 // each block) in fp16 or bf16 on NHWC activations, with weights pruned to channel blocks (BKo x BC
 // output x input channels shared by every tap; conv1_1's 3 input channels make no block, it stays
 // dense). Each layer is an ops::conv16_auto_plan: the fastest of cuDNN and sdnn's tensor-core
-// implicit GEMMs, timed at plan time on this GPU. The same stack with the same pruned weights
+// kernels (the implicit GEMMs; conv1_1's direct kernel), timed at plan time on this GPU. The same stack with the same pruned weights
 // through cuDNN alone (its best algorithm per layer) is the baseline. Prints each layer's choice,
 // both forward times and the max relative difference of the final outputs.
 //
