@@ -87,7 +87,7 @@ __device__ __forceinline__ pixels2 locate(small_c_conv_params<T, Out> const& p, 
   }
   return q;
 }
-// A fragment registers of one 16-wide step: the elements at taps 2t, 2t+1 (registers 0, 1 for
+// The A fragment registers of one 16-wide step: the elements at taps 2t, 2t+1 (registers 0, 1 for
 // pixels g, g+8) and 2t+8, 2t+9 (registers 2, 3); 0 where a tap falls in the padding.
 __device__ __forceinline__ void gather_step(std::uint32_t (&a)[4], pixels2 const& q, small_c_tap const* tp, int H,
                                             int W) {
