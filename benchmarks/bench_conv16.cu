@@ -2,10 +2,10 @@
 // VGG-16 and the distinct layers of ResNet-50 at batch 1 / 16 / 128, bf16 and fp16, each with bias
 // and ReLU, and the VGG-16 convolution stack end to end. Paths per layer: cuDNN (its best algorithm,
 // bias + ReLU fused or as a separate pass, whichever it timed faster), cuDNN's convolution alone,
-// sdnn's implicit GEMM dense, its direct kernel on a first layer (R*S*C <= 256), with channel blocks (64 x 32, 32 x 32 and 16 x 16 output x input
-// channels shared by all taps) at each --sparsity, with the filter 2:4 along R*S*C (mma.sp), the
-// automatic plan on the same weights, and whole filters and input channels removed (cuDNN on the
-// compact layer). The baseline of every
+// sdnn's implicit GEMM dense, its direct kernel on a first layer (R*S*C <= 256), with channel
+// blocks (64 x 32, 32 x 32 and 16 x 16 output x input channels shared by all taps) at each
+// --sparsity, with the filter 2:4 along R*S*C (mma.sp), the automatic plan on the same weights, and
+// whole filters and input channels removed (cuDNN on the compact layer). The baseline of every
 // speedup is the faster of the two cuDNN rows. L2 flushed before every timed launch, median of
 // --reps after two warm-up runs. One JSON line per (layer, batch, type, path) (family "conv16");
 // benchmarks/plot_conv16.py draws the PNG. Options: --layers=vgg,resnet --batch=1,16,128

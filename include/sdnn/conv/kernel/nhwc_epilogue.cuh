@@ -48,8 +48,9 @@ __global__ void nhwc_max_pool2x2_kernel(T const* in, T* out, std::int64_t batch,
 }
 
 // The same for 16-bit T, 8 channels a thread (16-byte loads and stores: K % 8 == 0, in and out
-// 16-byte aligned), with 32-bit index arithmetic (n8 = batch * H/2 * W/2 * K/8 < 2^31): the scalar kernel
-// spends more time dividing 64-bit indices than moving its bytes. The same fmaxf tree per channel.
+// 16-byte aligned), with 32-bit index arithmetic (n8 = batch * H/2 * W/2 * K/8 < 2^31): the scalar
+// kernel spends more time dividing 64-bit indices than moving its bytes. The same fmaxf tree per
+// channel.
 template <class T>
 __global__ void nhwc_max_pool2x2_vec8_kernel(T const* in, T* out, int n8, fast_divmod k8, fast_divmod pw_div,
                                              fast_divmod ph_div, int H, int W, int K) {
