@@ -324,7 +324,7 @@ TEMPLATE_TEST_CASE("small_c_conv: first layers against the im2col reference, odd
       {conv::conv_shape::conv2d(5, 11, 9, 72, 3, 3, 2, 0), 2},       // stride 2 unpadded, K = 64 + 8: two chunks
       {conv::conv_shape::conv2d(16, 6, 7, 72, 4, 4, 1, 1), 1},       // R*S*C = 256: 16 steps
       {conv::conv_shape::conv2d(8, 7, 6, 136, 4, 4, 1, 1), 2},       // 8 steps, K = 2 x 64 + 8: three chunks
-      {conv::conv_shape::conv2d(4, 9, 8, 16, 3, 3, 2, 1), 3},        // 36 in 3 steps (the 4-step kernel)
+      {conv::conv_shape::conv2d(4, 9, 8, 16, 3, 3, 2, 1), 3},        // 36 in 3 steps: the last pair has one
       {conv::conv_shape::conv2d(3, 5, 4, 24, 1, 1), 1},              // 1x1: one step, mostly padding; 20 pixels
       {conv::conv_shape::conv2d(3, 1, 1, 16, 1, 1), 1},              // a single pixel
   };
