@@ -72,18 +72,17 @@ __device__ __forceinline__ pixels2 locate(small_c_conv_params<T, Out> const& p, 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     int const px = tile * 16 + g + 8 * h;
-    int n = 0, oh = 0, ow = 0;
+    q.at[h] = reinterpret_cast<unsigned short const*>(p.x);
     if (px < p.pixels) {
-      int r;
+      int r, n, oh, ow;
       p.div_ow.divmod(px, r, ow);
       p.div_oh.divmod(r, n, oh);
       q.ih0[h] = oh * p.stride_h - p.pad_h;
       q.iw0[h] = ow * p.stride_w - p.pad_w;
+      q.at[h] += ((n * p.H + q.ih0[h]) * p.W + q.iw0[h]) * p.C;
     } else {  // past the last pixel: a corner no tap reaches, so every element gathers 0
       q.ih0[h] = q.iw0[h] = -(1 << 30);
     }
-    int const base = px < p.pixels ? ((n * p.H + q.ih0[h]) * p.W + q.iw0[h]) * p.C : 0;
-    q.at[h] = reinterpret_cast<unsigned short const*>(p.x) + base;
   }
   return q;
 }

@@ -84,21 +84,20 @@ class small_c_conv_plan {
   small_c_conv_plan(conv::conv_shape shape, dense_view<T const> wg, cuda_exec exec)
       : s_(detail::checked_conv_gemm(shape, wg.rows, wg.cols, "small_c_conv")), runs_(exec) {
     ::sdnn::detail::implementable(can_implement(s_), 0);
-    int const red = int(s_.filter_size()), nt = s_.K / 8;
-    ksteps_ = (red + 15) / 16;
+    int const red = int(s_.filter_size()), nt = s_.K / 8, ksteps = (red + 15) / 16;
     // B fragments (linear/arch/mma.cuh): lane 4g + t of n-tile j, step s holds W(8j + g, 16s + 2t
     // + {0, 1}) and W(8j + g, 16s + 2t + 8 + {0, 1}), the lower k in the low half; zero past R*S*C.
-    host_buffer<uint2> w(std::size_t(ksteps_) * nt * 32);
+    host_buffer<uint2> w(std::size_t(ksteps) * nt * 32);
     auto bits = [&](int n, int k) -> std::uint32_t { return k < red ? wg(n, k).bits : 0u; };
-    for (int s = 0; s < ksteps_; ++s)
+    for (int s = 0; s < ksteps; ++s)
       for (int j = 0; j < nt; ++j)
         for (int lane = 0; lane < 32; ++lane) {
           int const n = 8 * j + lane / 4, k = 16 * s + 2 * (lane % 4);
           w[(std::size_t(s) * nt + j) * 32 + lane] = {bits(n, k) | bits(n, k + 1) << 16,
                                                       bits(n, k + 8) | bits(n, k + 9) << 16};
         }
-    host_buffer<kernels::small_c_tap> taps(std::size_t(ksteps_) * 16);
-    for (int k = 0; k < ksteps_ * 16; ++k) {
+    host_buffer<kernels::small_c_tap> taps(std::size_t(ksteps) * 16);
+    for (int k = 0; k < ksteps * 16; ++k) {
       kernels::small_c_tap tp{0, short(-(1 << 15)), short(-(1 << 15))};  // padding: outside every input
       if (k < red) {
         int const c = k % s_.C, rs = k / s_.C, r = rs / s_.S, sc = rs % s_.S;
@@ -111,7 +110,21 @@ class small_c_conv_plan {
     cuda_exec const own = runs_.owned(exec);
     w_ = copy_to<device_space>(w, own);
     taps_ = copy_to<device_space>(taps, own);
-    smem_ = kernels::small_c_smem_bytes(ksteps_, s_.K, warps, kernels::small_c_stage_bytes<Out>());
+    // What every run passes the kernel but the tensors, the epilogue and the pixel count.
+    layer_.w = w_.data();
+    layer_.taps = taps_.data();
+    layer_.H = s_.H;
+    layer_.W = s_.W;
+    layer_.C = s_.C;
+    layer_.K = s_.K;
+    layer_.stride_h = s_.stride_h;
+    layer_.stride_w = s_.stride_w;
+    layer_.pad_h = s_.pad_h;
+    layer_.pad_w = s_.pad_w;
+    layer_.ksteps = ksteps;
+    layer_.div_ow = fast_divmod(s_.OW());
+    layer_.div_oh = fast_divmod(s_.OH());
+    smem_ = kernels::small_c_smem_bytes(ksteps, s_.K, warps, kernels::small_c_stage_bytes<Out>());
     ::sdnn::detail::allow_dynamic_smem(kernel(), smem_);
     int occ = 0;
     SDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel(), warps * 32, smem_));
@@ -123,7 +136,7 @@ class small_c_conv_plan {
   std::size_t workspace_bytes() const noexcept { return 0; }
   std::string describe(std::int64_t batch = 0) const {
     std::string d = ::sdnn::detail::concat(detail::describe_conv(s_, "small_c_conv"), "direct mma.sync: R*S*C = ",
-                                           s_.filter_size(), " in ", ksteps_, " steps of 16, ", warps,
+                                           s_.filter_size(), " in ", layer_.ksteps, " steps of 16, ", warps,
                                            " warps a CTA, 16 pixels x 64 channels a warp at a time");
     if (batch > 0) d += ::sdnn::detail::concat("; run: ", grid(batch * s_.OH() * s_.OW()), " CTAs");
     return d;
@@ -139,24 +152,11 @@ class small_c_conv_plan {
     std::int64_t const n = batch * s_.OH() * s_.OW();
     if (n == 0) return;
     SDNN_EXPECTS(x != nullptr && y != nullptr, "small_c_conv: null input or output pointer");
-    kernels::small_c_conv_params<T, Out> p{};
+    kernels::small_c_conv_params<T, Out> p = layer_;
     p.x = x;
-    p.w = w_.data();
-    p.taps = taps_.data();
     p.epi = epi;
     p.y = y;
-    p.H = s_.H;
-    p.W = s_.W;
-    p.C = s_.C;
-    p.K = s_.K;
-    p.stride_h = s_.stride_h;
-    p.stride_w = s_.stride_w;
-    p.pad_h = s_.pad_h;
-    p.pad_w = s_.pad_w;
-    p.ksteps = ksteps_;
     p.pixels = int(n);
-    p.div_ow = fast_divmod(s_.OW());
-    p.div_oh = fast_divmod(s_.OH());
     p.vec = reinterpret_cast<std::uintptr_t>(y) % 16 == 0;
     auto const fn = kernel();
     ::sdnn::detail::allow_dynamic_smem(fn, smem_);  // this launch's copy of the kernel (core/cuda.cuh)
@@ -172,7 +172,7 @@ class small_c_conv_plan {
   }
 
   conv::conv_shape s_;
-  int ksteps_ = 0;
+  kernels::small_c_conv_params<T, Out> layer_{};  // the layer's part of every launch's arguments
   std::size_t smem_ = 0;
   std::int64_t max_ctas_ = 1;
   device_buffer<uint2> w_;
