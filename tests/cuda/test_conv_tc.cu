@@ -205,6 +205,27 @@ TEMPLATE_TEST_CASE("tc_conv: the TMA block kernel through im2col tensor maps, od
       for (int c = 0; c < l.s.C; ++c) wz(k, std::int64_t(l.s.R * l.s.S / 2) * l.s.C + c) = T(0.f);
     check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, wz, seed++, true, 32, 32, 0, policy::tc_shape::tma);
   }
+  // 450 tiles of 128 pixels x 2 block rows: more thread blocks than an H100 holds at once; the
+  // second block row is empty (its outputs are the epilogue of 0).
+  auto const big = conv::conv_shape::conv2d(32, 30, 30, 64, 3, 3, 1, 1);
+  auto wbig = random_filter<T>(big, seed++);
+  for (int k = 32; k < 64; ++k)
+    for (std::int64_t c = 0; c < big.filter_size(); ++c) wbig(k, c) = T(0.f);
+  check_conv<policy::tc_block_sparse_mma, T, T>(big, 64, wbig, seed++, true, 32, 32, 0, policy::tc_shape::tma);
+  check_conv<policy::tc_block_sparse_mma, T, float>(big, 64, wbig, seed++, false, 16, 32, 0, policy::tc_shape::tma);
+  // 150 images: 528 tiles of 256 pixels x 2 block rows, enough units per SM for the wide tile
+  // (tuning: tma_wide_units_per_sm); its boxes cross rows and images, the last ends mid-tile.
+  check_conv<policy::tc_block_sparse_mma, T, T>(big, 150, wbig, seed++, true, 32, 32, 0, policy::tc_shape::tma);
+  stream_guard sg;
+  auto ex = sg.exec();
+  ops::tc_conv_plan<policy::tc_block_sparse_mma, T> plan(
+      big, sdnn_test::make_tc_weights<policy::tc_block_sparse_mma, T>(wbig, 32, 32), ex, plan_options{},
+      policy::tc_shape::tma);
+  auto const t = policy::tc_tuning_for(detail::current_arch());
+  bool const wide = detail::current_arch().sm() >= 90 && t.tma_wide_units_per_sm > 0 &&
+                    2 * 528 >= std::int64_t(t.tma_wide_units_per_sm) * detail::sm_count();
+  INFO(plan.describe(150));
+  CHECK((plan.describe(150).find(" x 256 rows a block") != std::string::npos) == wide);
 }
 
 TEMPLATE_TEST_CASE("sparse24_conv: batches that run every tile, unaligned input, refusals", "[cuda][tc_conv]", bf16,

@@ -69,6 +69,7 @@ struct run_options {
   bool bias = false, relu = false, cap = false;
   bool caller_workspace = false;
   int expect_tma = -1;  // 1 / 0: the plan must / must not describe the run as the TMA kernel's
+  int expect_tma_rows = 0;  // > 0: and with this many rows of X a thread block
 };
 
 // Runs the plan on X (N x K) and checks every output against the reference; returns Y's bits.
@@ -122,6 +123,7 @@ std::vector<Out> check_against_reference(W const& w, std::int64_t m, std::int64_
   CHECK(pad_written == 0);
   INFO(plan.describe(n));
   if (o.expect_tma >= 0) CHECK(has(plan.describe(n), ": tma,") == (o.expect_tma == 1));
+  if (o.expect_tma_rows > 0) CHECK(has(plan.describe(n), " x " + std::to_string(o.expect_tma_rows) + " rows a block"));
 
   // Reference in float (Out = float), the bound from the dense |x| |w| sums.
   dense_matrix<float> ref(n, m);
@@ -344,6 +346,26 @@ TEMPLATE_TEST_CASE("tc_linear: the TMA block kernel, every block height, tails, 
     o.x_offset = 1;
     o.ldx_pad = 1;
     check_policy<policy::tc_block_sparse_mma, T, T>(w, 100, 7u, o, br, 32, "tma refused: unaligned X");
+  }
+  // 10 block rows of 32 (the third empty, the others with 0 to 3 blocks) over 121 tiles of 128 rows
+  // of X (more thread blocks than an H100 holds at once), then over 129 tiles of 256, enough units
+  // per SM for the wide tile (tuning: tma_wide_units_per_sm), whose tails end mid-tile.
+  {
+    auto w = train::prune_blocks_l2(random_matrix<T>(320, 96, 41u).view(), 32, 32, 0.6);
+    for (std::int64_t r = 64; r < 96; ++r)
+      for (std::int64_t c = 0; c < 96; ++c) w(r, c) = T(0.f);
+    run_options o;
+    o.shape = policy::tc_shape::tma;
+    o.expect_tma = hopper ? 1 : 0;
+    o.expect_tma_rows = hopper ? 128 : 0;
+    check_policy<policy::tc_block_sparse_mma, T, T>(w, 15365, 42u, o, 32, 32, "tma many blocks");
+    auto const t = policy::tc_tuning_for(::sdnn::detail::current_arch());
+    bool const wide = hopper && 10 * 129 >= std::int64_t(t.tma_wide_units_per_sm) * ::sdnn::detail::sm_count() &&
+                      t.tma_wide_units_per_sm > 0;
+    o.expect_tma_rows = wide ? 256 : 0;
+    o.bias = o.relu = true;
+    check_policy<policy::tc_block_sparse_mma, T, float>(w, 32999, 43u, o, 32, 32, "tma many blocks, epilogue");
+    check_policy<policy::tc_block_sparse_mma, T, T>(w, 32999, 44u, o, 32, 32, "tma many blocks, epilogue");
   }
   // Blocks 64 wide are not the TMA kernel's: the tiled kernels run.
   {

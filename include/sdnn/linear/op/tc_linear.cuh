@@ -293,7 +293,7 @@ class tc_linear_plan {
     if (x.rows == 0 || m_ == 0) return;
     if constexpr (blocks) {
       if (s.tma) {
-        with_tma_tile([&](auto tile) {
+        with_tma_tile(s.bn, [&](auto tile) {
           using Cfg = decltype(tile);
           kernels::tc_tma_rows_x xs{::sdnn::detail::make_tma_2d(x.data, 2, std::uint64_t(x.rows), std::uint64_t(k_),
                                                                 std::uint64_t(x.ld) * 2, Cfg::bx, 32,
@@ -340,7 +340,7 @@ class tc_linear_plan {
     if (n == 0 || m_ == 0) return;
     if constexpr (blocks && std::is_same_v<XSrc, kernels::tc_im2col_x<T>>) {
       if (s.tma) {
-        with_tma_tile([&](auto tile) {
+        with_tma_tile(s.bn, [&](auto tile) {
           using Cfg = decltype(tile);
           auto const ts = kernels::make_tc_tma_im2col_x(xs, geo, Cfg::bx, 32, CU_TENSOR_MAP_SWIZZLE_64B);
           run_tma<Cfg>(s, exec, ts, n, y, epi);
@@ -458,12 +458,34 @@ class tc_linear_plan {
       return shape_ == policy::tc_shape::automatic && tuning_.tma_n_min > 0 && n >= tuning_.tma_n_min;
     }
   }
+  // The TMA tile with bx rows of X (launch_shape::bn): the wide one where compiled and chosen.
   template <class F>
-  void with_tma_tile(F&& f) const {
+  void with_tma_tile(int bx, F&& f) const {
     detail::with_block_shape(br_, 32, [&](auto BR, auto) {
       using Tiles = policy::tc_block_tiles<decltype(BR)::value, 32>;
+      if constexpr (Tiles::has_tma_wide) {
+        if (bx == Tiles::tma_wide::bx) {
+          f(typename Tiles::tma_wide{});
+          return;
+        }
+      }
       f(typename Tiles::tma{});
     });
+  }
+  // Whether n rows of X take the wide TMA tile: compiled for this block height, and at least the
+  // tuning table's units per SM at 256 rows a tile (the narrow tile wins on fewer).
+  bool tma_wide(std::int64_t n) const {
+    bool wide = false;
+    detail::with_block_shape(br_, 32, [&](auto BR, auto) {
+      using Tiles = policy::tc_block_tiles<decltype(BR)::value, 32>;
+      if constexpr (Tiles::has_tma_wide) {
+        using Cfg = typename Tiles::tma_wide;
+        std::int64_t const units = (std::int64_t(m_) + Cfg::br - 1) / Cfg::br * ((n + Cfg::bx - 1) / Cfg::bx);
+        wide = tma_wide_fits_ && tuning_.tma_wide_units_per_sm > 0 &&
+               units >= std::int64_t(tuning_.tma_wide_units_per_sm) * ::sdnn::detail::sm_count();
+      }
+    });
+    return wide;
   }
   template <class Cfg, class XSrc, class Out>
   void run_tma(launch_shape const& s, cuda_exec exec, XSrc const& xs, std::int64_t n, dense_view<Out> y,
@@ -657,13 +679,14 @@ class tc_linear_plan {
     if constexpr (blocks) {
       // The TMA kernel's map of the stored blocks (nnzb * br rows of 64 bytes, copied verbatim).
       if (bc_ == 32 && nnz_ > 0 && arch{9, 0} <= arch_) {
-        with_tma_tile([&](auto tile) {
+        with_tma_tile(128, [&](auto tile) {
           using Cfg = decltype(tile);
           SDNN_EXPECTS(Cfg::smem <= optin, name(), ": the TMA kernel needs ", Cfg::smem,
                        " bytes of shared memory per block, this GPU allows ", optin);
           tma_w_ = ::sdnn::detail::make_tma_2d(bsr_.view().values, 2, std::uint64_t(nnz_) * std::uint64_t(br_), 32, 64,
                                                std::uint32_t(br_), 32, CU_TENSOR_MAP_SWIZZLE_NONE);
         });
+        with_tma_tile(256, [&](auto tile) { tma_wide_fits_ = decltype(tile)::bx == 256 && decltype(tile)::smem <= optin; });
       }
     }
     with_tiles([&](auto tiles_tag) {
@@ -709,16 +732,18 @@ class tc_linear_plan {
     if constexpr (blocks) {
       if constexpr (Tiles::has_tma) {
         if (tma_ok(n, x_tma)) {
-          using Cfg = typename Tiles::tma;
-          s.tma = true;
-          s.bm = Cfg::br;
-          s.bn = Cfg::bx;
-          s.bk = Cfg::bk;
-          s.stages = Cfg::stages;
-          s.threads = Cfg::threads;
-          s.smem = Cfg::smem;
-          s.panels = static_cast<int>((std::int64_t(m_) + Cfg::br - 1) / Cfg::br);
-          s.ntiles = static_cast<int>((n + Cfg::bx - 1) / Cfg::bx);
+          with_tma_tile(tma_wide(n) ? 256 : 128, [&](auto tile) {
+            using Cfg = decltype(tile);
+            s.tma = true;
+            s.bm = Cfg::br;
+            s.bn = Cfg::bx;
+            s.bk = Cfg::bk;
+            s.stages = Cfg::stages;
+            s.threads = Cfg::threads;
+            s.smem = Cfg::smem;
+            s.panels = static_cast<int>((std::int64_t(m_) + Cfg::br - 1) / Cfg::br);
+            s.ntiles = static_cast<int>((n + Cfg::bx - 1) / Cfg::bx);
+          });
           return;
         }
       }
@@ -796,6 +821,7 @@ class tc_linear_plan {
   policy::tc_shape shape_ = policy::tc_shape::automatic;
   arch arch_{};
   policy::tc_tuning tuning_{};
+  bool tma_wide_fits_ = false;  // the wide TMA tile is compiled for this block height and fits this GPU
   std::int32_t m_ = 0, k_ = 0, br_ = 0, bc_ = 0, nnz_ = 0, max_row_blocks_ = 0;
   std::int64_t ldw_ = 0;
   std::int64_t small_slots_ = 1;

@@ -103,6 +103,10 @@ struct tc_block_tiles {
   using stream = tc_stream_tile<BR, BC, BN>;
   static constexpr bool has_tma = BC == 32;  // the TMA kernel reads blocks 32 columns wide
   using tma = tc_block_tma_tile<BR, 128, 6, 4>;
+  // 256 rows of X a block where there are many units (tuning: tma_wide_units_per_sm); measured
+  // with blocks of 32 rows only (with 64, its 120 KB of stages leave one block an SM: it lost).
+  static constexpr bool has_tma_wide = BR == 32 && BC == 32;
+  using tma_wide = tc_block_tma_tile<BR, 256, 6, 8>;
 };
 struct tc_tile_offsets_tiles {
   static constexpr int tile_rows = 64, tile_cols = 64;  // the format's tile = the kernel's BM x BK
@@ -134,6 +138,8 @@ struct tc_tuning {
   std::int64_t direct_n_max = 0;     // 32 x 32 blocks: the direct kernel (tc_block_direct.cuh) for N <= this,
   std::int64_t direct_work_max = 0;  // and beyond while the stored blocks x ceil(N / 128) is at most this
   std::int64_t tma_n_min = 0;        // blocks 32 wide: the TMA kernel (tc_block_tma.cuh) for N >= this (0: never)
+  int tma_wide_units_per_sm = 0;     // its wide tile (tma_wide) where that makes at least this many units
+                                     // (block rows x 256-row tiles) per SM (0: never)
 };
 
 // sm_90: NVIDIA H100 80GB HBM3 (SXM, 132 SMs), CUDA 13.0, 2026-11-25, bench_linear_tc, 11008 x 4096,
@@ -162,9 +168,17 @@ struct tc_tuning {
 //   tma_n_min = 33: the TMA kernel was the faster at every N of 48, 64, 96 and 128 on every shape
 //     and sparsity (11008 x 4096 at 90 %: 19.7 against 30.7 us at N = 48, 17.7 against 34.2 at
 //     128), the streaming and direct kernels at N = 32 on 6 of the 8 (17.5 against 20.8 us).
-inline constexpr tc_tuning tc_tuning_sm90{{9, 0}, "NVIDIA H100 80GB HBM3 (2026-11-26)", 128, 8, 32, 0.02, 32, 192, 128, 2048, 33};
+// 2026-11-27, bench_conv16 --tma=1 (the TMA kernel forced) with its tile of 128 rows x 4 warps (the
+// only one before) against 256 x 8, 64 x 2 and 128 x 8 in one call, VGG-16 at 90 % (32 x 32 and
+// 64 x 32 blocks), fp16, batch 16 and 128
+// (benchmarks/results/conv16_tma_tiles_exp_NVIDIA-H100_2026-11-27.jsonl):
+//   tma_wide_units_per_sm = 8: with 32-row blocks 256 x 8 was 1.02-1.18x faster at every point
+//     of 3136 units or more (conv1_2: 130.9 against 146.3 us at batch 16, 935.9 against 1108.9
+//     at 128), 0.98-1.05x at 1568 units (12 an SM), 0.98-1.02x at 784 and 0.79x at 208 (conv5_1,
+//     batch 16). With 64-row blocks it lost (0.77-1.03x), as did 64 x 2 and 128 x 8 (0.68-1.00x).
+inline constexpr tc_tuning tc_tuning_sm90{{9, 0}, "NVIDIA H100 80GB HBM3 (2026-11-27)", 128, 8, 32, 0.02, 32, 192, 128, 2048, 33, 8};
 // sm_80 and sm_8x: nothing measured; sm_90's values (the TMA kernel needs sm_90: never there).
-inline constexpr tc_tuning tc_tuning_sm80{{8, 0}, "none measured (sm_90 values)", 128, 8, 32, 0.02, 32, 192, 128, 2048, 0};
+inline constexpr tc_tuning tc_tuning_sm80{{8, 0}, "none measured (sm_90 values)", 128, 8, 32, 0.02, 32, 192, 128, 2048, 0, 0};
 
 // The newest measured table not newer than `a` (a 10.0 part uses sm_90's); none below sm_80,
 // where the kernels do not run (can_implement refuses).
