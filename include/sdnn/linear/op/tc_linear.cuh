@@ -472,19 +472,16 @@ class tc_linear_plan {
       f(typename Tiles::tma{});
     });
   }
-  // Whether n rows of X take the wide TMA tile: compiled for this block height, and at least the
-  // tuning table's units per SM at 256 rows a tile (the narrow tile wins on fewer).
+  // Whether n rows of X take the wide TMA tile: at least tma_wide_units_min_ units at its rows a
+  // tile (the narrow tile wins on fewer). That is 0 unless the wide tile is compiled for this
+  // block height and fits this GPU, so with_tma_tile(256) gives the wide tile here.
   bool tma_wide(std::int64_t n) const {
     bool wide = false;
-    detail::with_block_shape(br_, 32, [&](auto BR, auto) {
-      using Tiles = policy::tc_block_tiles<decltype(BR)::value, 32>;
-      if constexpr (Tiles::has_tma_wide) {
-        using Cfg = typename Tiles::tma_wide;
-        std::int64_t const units = (std::int64_t(m_) + Cfg::br - 1) / Cfg::br * ((n + Cfg::bx - 1) / Cfg::bx);
-        wide = tma_wide_fits_ && tuning_.tma_wide_units_per_sm > 0 &&
-               units >= std::int64_t(tuning_.tma_wide_units_per_sm) * ::sdnn::detail::sm_count();
-      }
-    });
+    if (tma_wide_units_min_ > 0)
+      with_tma_tile(256, [&](auto tile) {
+        using Cfg = decltype(tile);
+        wide = (std::int64_t(m_) + Cfg::br - 1) / Cfg::br * ((n + Cfg::bx - 1) / Cfg::bx) >= tma_wide_units_min_;
+      });
     return wide;
   }
   template <class Cfg, class XSrc, class Out>
@@ -686,7 +683,14 @@ class tc_linear_plan {
           tma_w_ = ::sdnn::detail::make_tma_2d(bsr_.view().values, 2, std::uint64_t(nnz_) * std::uint64_t(br_), 32, 64,
                                                std::uint32_t(br_), 32, CU_TENSOR_MAP_SWIZZLE_NONE);
         });
-        with_tma_tile(256, [&](auto tile) { tma_wide_fits_ = decltype(tile)::bx == 256 && decltype(tile)::smem <= optin; });
+        // The wide tile from the tuning table's units per SM on, where it is compiled and fits.
+        detail::with_block_shape(br_, 32, [&](auto BR, auto) {
+          using Tiles = policy::tc_block_tiles<decltype(BR)::value, 32>;
+          if constexpr (Tiles::has_tma_wide) {
+            if (Tiles::tma_wide::smem <= optin)
+              tma_wide_units_min_ = std::int64_t(tuning_.tma_wide_units_per_sm) * ::sdnn::detail::sm_count();
+          }
+        });
       }
     }
     with_tiles([&](auto tiles_tag) {
@@ -821,7 +825,7 @@ class tc_linear_plan {
   policy::tc_shape shape_ = policy::tc_shape::automatic;
   arch arch_{};
   policy::tc_tuning tuning_{};
-  bool tma_wide_fits_ = false;  // the wide TMA tile is compiled for this block height and fits this GPU
+  std::int64_t tma_wide_units_min_ = 0;  // the wide TMA tile from this many units on (0: never; tma_wide)
   std::int32_t m_ = 0, k_ = 0, br_ = 0, bc_ = 0, nnz_ = 0, max_row_blocks_ = 0;
   std::int64_t ldw_ = 0;
   std::int64_t small_slots_ = 1;
