@@ -92,6 +92,25 @@ TEMPLATE_TEST_CASE("conv16_auto: every path and the choice against the reference
               .rfind("tc_", 0) == 0);
     check<T>(s, 2, pruned, pool, ops::conv16_all_paths, 9);  // the plan's own choice
   }
+  if (detail::current_arch().sm() >= 90) {  // the TMA block kernel, which pools in its epilogue
+    auto const pruned32 = conv::prune_channel_blocks(s, std::as_const(dense).view(), 32, 32, 0.75).gemm;
+    auto const pruned64 = conv::prune_channel_blocks(s, std::as_const(dense).view(), 64, 32, 0.5).gemm;
+    for (bool pool : {false, true}) {
+      CHECK(check<T>(s, 2, pruned32, pool, only(ops::conv16_path::tc_blocks32_tma), 16) ==
+            std::string("tc_blocks32_tma"));
+      CHECK(check<T>(s, 3, pruned64, pool, only(ops::conv16_path::tc_blocks64x32_tma), 17) ==
+            std::string("tc_blocks64x32_tma"));
+    }
+    stream_guard sg;
+    auto ex = sg.exec();
+    ops::conv16_auto_options opt;
+    opt.allowed = only(ops::conv16_path::tc_blocks32_tma);
+    ops::conv16_auto_plan<T> plan(s, 2, std::as_const(pruned32).view(), {}, true, true, ex, opt);
+    CHECK(plan.describe().find("the 2x2 max-pool fused into its epilogue") != std::string::npos);
+    device_buffer<T> x(std::size_t(plan.x_elements() + 8), ex), y(std::size_t(plan.y_elements()), ex);
+    CHECK(error_text([&] { plan.run(ex, x.data() + 1, y.data()); }).find("must be 16-byte aligned") !=
+          std::string::npos);
+  }
   // A first layer (C = 3) and a strided 1x1.
   auto const s1 = conv::conv_shape::conv2d(3, 17, 15, 32, 3, 3, 1, 1);
   dense_matrix<T> w1(s1.K, s1.filter_size());

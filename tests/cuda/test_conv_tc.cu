@@ -228,6 +228,113 @@ TEMPLATE_TEST_CASE("tc_conv: the TMA block kernel through im2col tensor maps, od
   CHECK((plan.describe(150).find(" x 256 rows a block") != std::string::npos) == wide);
 }
 
+namespace {
+// The 2x2 pool fused into the TMA block kernel (tc_conv_plan::run_pool2x2) against run() followed
+// by the pool on the host (the fmaxf tree of conv::detail::nhwc_max_pool2x2): the same bits, and
+// again on a second run. Both outputs start as NaN, so a pooled value never written shows.
+template <class T, class Out>
+void check_pool_fused(conv::conv_shape const& s, std::int64_t batch, dense_matrix<T> const& wg, unsigned seed,
+                      bool bias_relu, int br = 32) {
+  INFO("pool: C=" << s.C << " H=" << s.H << " W=" << s.W << " K=" << s.K << " R=" << s.R << " stride " << s.stride_h
+                  << " pad " << s.pad_h << " dil " << s.dil_h << " batch " << batch << " blocks " << br << " x 32");
+  stream_guard sg;
+  auto ex = sg.exec();
+  ops::tc_conv_plan<policy::tc_block_sparse_mma, T> plan(
+      s, sdnn_test::make_tc_weights<policy::tc_block_sparse_mma, T>(wg, br, 32), ex, plan_options{},
+      policy::tc_shape::tma);
+  INFO(plan.describe(batch));
+  bool const sm90 = detail::current_arch().sm() >= 90;
+  REQUIRE(plan.fuses_pool2x2(batch) == sm90);
+  if (!sm90) return;
+  int const OH = s.OH(), OW = s.OW(), PH = OH / 2, PW = OW / 2;
+  std::int64_t const n = batch * OH * OW, pooled = batch * PH * PW;
+  auto dx = upload(sdnn_test::random_vector<T>(batch * s.H * s.W * s.C, seed), ex);
+  std::vector<float> hb(std::size_t(s.K));
+  for (int i = 0; i < s.K; ++i) hb[std::size_t(i)] = 0.25f * float(i % 5) - 0.5f;
+  auto db = upload(hb, ex);
+  basic_epilogue<float> epi;
+  if (bias_relu) {
+    epi.bias = db.data();
+    epi.relu = true;
+  }
+  buffer<Out, device_space> dy(std::size_t(n * s.K), ex), dp(std::size_t(std::max<std::int64_t>(pooled, 1) * s.K), ex);
+  SDNN_CUDA_CHECK(cudaMemsetAsync(dy.data(), 0xff, dy.size() * sizeof(Out), ex.stream));
+  SDNN_CUDA_CHECK(cudaMemsetAsync(dp.data(), 0xff, dp.size() * sizeof(Out), ex.stream));
+  plan.run(ex, dx.data(), batch, dy.data(), epi);
+  plan.run_pool2x2(ex, dx.data(), batch, dp.data(), epi);
+  auto const y = download(dy.data(), std::size_t(n * s.K), ex);
+  auto const got = download(dp.data(), std::size_t(pooled * s.K), ex);
+  std::vector<Out> want(got.size());
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (int ph = 0; ph < PH; ++ph)
+      for (int pw = 0; pw < PW; ++pw)
+        for (int k = 0; k < s.K; ++k) {
+          auto at = [&](int dr, int dw) {
+            return float(y[std::size_t(((b * OH + 2 * ph + dr) * OW + 2 * pw + dw) * s.K + k)]);
+          };
+          float const m = std::fmax(std::fmax(at(0, 0), at(0, 1)), std::fmax(at(1, 0), at(1, 1)));
+          want[std::size_t(((b * PH + ph) * PW + pw) * s.K + k)] = Out(m);
+        }
+  std::int64_t bad = 0;
+  for (std::size_t i = 0; i < got.size() && bad < 5; ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(Out)) != 0) {
+      ++bad;
+      UNSCOPED_INFO("pooled[" << i << "] = " << float(got[i]) << ", run() then the pool " << float(want[i]));
+    }
+  CHECK(bad == 0);
+  plan.run_pool2x2(ex, dx.data(), batch, dp.data(), epi);
+  auto const again = download(dp.data(), got.size(), ex);
+  CHECK(std::memcmp(got.data(), again.data(), got.size() * sizeof(Out)) == 0);
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("tc_conv: the 2x2 max-pool fused into the TMA block kernel, odd shapes", "[cuda][tc_conv][tma][pool]",
+                   bf16, fp16) {
+  using T = TestType;
+  std::vector<layer> const layers = {
+      {conv::conv_shape::conv2d(32, 20, 150, 64, 3, 3, 1, 1), 1},   // rows split in three boxes, the last part empty
+      {conv::conv_shape::conv2d(64, 14, 14, 64, 3, 3, 1, 1), 5},    // four row pairs a tile, the last tile three
+      {conv::conv_shape::conv2d(32, 9, 7, 40, 3, 3, 1, 1), 3},      // odd H and W (a row and a column dropped), K tail
+      {conv::conv_shape::conv2d(64, 12, 10, 64, 3, 3, 2, 0), 1},    // stride 2, no padding, batch 1
+      {conv::conv_shape::conv2d(32, 11, 13, 24, 3, 3, 1, 2, 2), 2},  // dilation 2, padding 2
+      {conv::conv_shape::conv2d(32, 8, 64, 32, 3, 3, 1, 1), 2},     // one row pair fills the tile exactly
+      {conv::conv_shape::conv2d(32, 6, 65, 32, 3, 3, 1, 1), 2},     // split, the second box's one pooled column dropped
+      {conv::conv_shape::conv2d(64, 7, 7, 96, 1, 1), 2},            // 1x1
+  };
+  unsigned seed = 301;
+  for (auto const& l : layers) {
+    auto const wb = random_filter<T>(l.s, seed++, 0.4, 32, 32);
+    check_conv<policy::tc_block_sparse_mma, T, T>(l.s, l.batch, wb, seed++, true, 32, 32, 0, policy::tc_shape::tma);
+    check_pool_fused<T, T>(l.s, l.batch, wb, seed++, true);
+    check_pool_fused<T, float>(l.s, l.batch, wb, seed++, false);
+    auto const w64 = random_filter<T>(l.s, seed++, 0.5, 64, 32);
+    check_pool_fused<T, T>(l.s, l.batch, w64, seed++, true, 64);
+    check_pool_fused<T, T>(l.s, l.batch, w64, seed++, true, 16);
+  }
+  // The wide tile (256 rows, as the plan's tuning gives it on an H100 at this many units): whole
+  // rows (four row pairs of 30 pixels a tile), and split rows (two boxes of 128 pixels, 224 wide).
+  auto const big = conv::conv_shape::conv2d(32, 30, 30, 64, 3, 3, 1, 1);
+  check_pool_fused<T, T>(big, 150, random_filter<T>(big, seed++, 0.5, 32, 32), seed++, true);
+  auto const wide = conv::conv_shape::conv2d(32, 4, 224, 64, 3, 3, 1, 1);
+  check_pool_fused<T, T>(wide, 160, random_filter<T>(wide, seed++, 0.5, 32, 32), seed++, true);
+
+  // Refused before any launch where the kernel cannot pool: an input a tensor map cannot read.
+  stream_guard sg;
+  auto ex = sg.exec();
+  auto const s = layers[1].s;
+  ops::tc_conv_plan<policy::tc_block_sparse_mma, T> plan(
+      s, sdnn_test::make_tc_weights<policy::tc_block_sparse_mma, T>(random_filter<T>(s, seed++, 0.5), 32, 32), ex,
+      plan_options{}, policy::tc_shape::tma);
+  device_buffer<T> x(std::size_t(5 * s.H * s.W * s.C + 8), ex), y(std::size_t(5 * 7 * 7 * s.K), ex);
+  CHECK_FALSE(plan.fuses_pool2x2(5, x.data() + 1));
+  CHECK(error_text([&] { plan.run_pool2x2(ex, x.data() + 1, 5, y.data(), basic_epilogue<float>{}); })
+            .find("fused only into the TMA block kernel") != std::string::npos);
+  ops::tc_conv_plan<policy::tc_block_sparse_mma, T> tiled(
+      s, sdnn_test::make_tc_weights<policy::tc_block_sparse_mma, T>(random_filter<T>(s, seed++, 0.5), 32, 32), ex,
+      plan_options{}, policy::tc_shape::tiled);
+  CHECK_FALSE(tiled.fuses_pool2x2(5));
+}
+
 TEMPLATE_TEST_CASE("sparse24_conv: batches that run every tile, unaligned input, refusals", "[cuda][tc_conv]", bf16,
                    fp16) {
   using T = TestType;

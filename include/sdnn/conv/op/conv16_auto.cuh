@@ -266,6 +266,8 @@ class conv16_auto_plan {
     else if (s24_) d += s24_->describe(batch_);
     else if (sc_) d += sc_->describe(batch_);
     else d += with_tc([&](auto const& p) { return p.describe(batch_); });
+    if (!sub_ && pool_ && !cudnn_)
+      d += fused_pool_ ? "; the 2x2 max-pool fused into its epilogue" : "; then a 2x2 max-pool pass";
     return d;
   }
   int out_h() const { return pool_ ? s_.OH() / 2 : s_.OH(); }
@@ -356,11 +358,20 @@ class conv16_auto_plan {
                        : s24_ ? s24_->workspace_bytes()
                        : sc_  ? 0
                               : with_tc([](auto const& p) { return p.workspace_bytes(); });
-    if (!cudnn_ && pool_) pool_buf_ = device_buffer<T>(std::size_t(batch_ * s_.OH() * s_.OW() * s_.K), own);
+    // The TMA block kernel pools in its epilogue (for any 16-byte-aligned input): no staging buffer.
+    fused_pool_ = pool_ && blocks_ && blocks_->fuses_pool2x2(batch_);
+    if (!cudnn_ && pool_ && !fused_pool_)
+      pool_buf_ = device_buffer<T>(std::size_t(batch_ * s_.OH() * s_.OW() * s_.K), own);
   }
   void run_path(cuda_exec exec, T const* x, T* y, workspace ws) const {
     if (cudnn_) {
       cudnn_->run(exec, x, y, ws);
+      return;
+    }
+    if (fused_pool_) {
+      SDNN_EXPECTS(blocks_->fuses_pool2x2(batch_, x), "conv16_auto_plan: ", conv16_path_name(path_),
+                   " pools in the TMA kernel, which reads x through a tensor map: x must be 16-byte aligned");
+      blocks_->run_pool2x2(exec, x, batch_, y, epi_);
       return;
     }
     T* out = pool_ ? const_cast<T*>(pool_buf_.data()) : y;
@@ -378,6 +389,7 @@ class conv16_auto_plan {
   conv::conv_shape s_;
   std::int64_t batch_ = 0;
   bool relu_ = false, pool_ = false;
+  bool fused_pool_ = false;  // the pool runs in the TMA block kernel's epilogue (finish())
   conv16_path path_ = conv16_path::cudnn;
   std::string reason_;
   device_buffer<float> bias_dev_;

@@ -94,6 +94,24 @@ class tc_conv_plan {
     lin_.run_x(exec, xs, n, dense_view<Out>{n, s.K, s.K, y}, epi, ws);
   }
 
+  // y (NHWC, batch x OH/2 x OW/2 x K) = the 2x2 stride-2 max-pool of run()'s output, the pool in
+  // the TMA block kernel's epilogue (the same bits; the full output is never written). Where
+  // fuses_pool2x2(batch, x) is false (not the TMA kernel, or an input a tensor map cannot read,
+  // e.g. not 16-byte aligned) it is refused before any launch: run() and pool instead. x: the
+  // input, or none for any 16-byte-aligned one.
+  bool fuses_pool2x2(std::int64_t batch, T const* x = nullptr) const {
+    if (!tc_conv_can_run(shape_, batch)) return false;
+    return lin_.pools_x(detail::im2col_operand(shape_, x), batch * std::int64_t(shape_.OH()) * shape_.OW());
+  }
+  template <class Out>
+  void run_pool2x2(cuda_exec exec, T const* x, std::int64_t batch, Out* y, basic_epilogue<float> const& epi) const {
+    ::sdnn::detail::implementable(tc_conv_can_run(shape_, batch), 0);
+    auto const& s = shape_;
+    std::int64_t const n = batch * s.OH() * s.OW(), pooled = batch * (s.OH() / 2) * (s.OW() / 2);
+    SDNN_EXPECTS(pooled == 0 || (x != nullptr && y != nullptr), "tc_conv: null input or output pointer");
+    lin_.run_x_pool2x2(exec, detail::im2col_operand(s, x), n, dense_view<Out>{pooled, s.K, s.K, y}, epi);
+  }
+
  private:
   conv::conv_shape shape_;
   linear_plan lin_;

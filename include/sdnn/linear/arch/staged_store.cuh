@@ -1,6 +1,7 @@
 // sdnn/linear/arch/staged_store.cuh - the last step of the tensor-core kernels that stage their
 // output tile in shared memory (linear/kernel/tc_block_tma.cuh, sparse24_mma.cuh): rows of Out,
-// or of float accumulators that the epilogue finishes on the way, copied to Y in 16-byte pieces.
+// or of float accumulators that the epilogue finishes on the way, copied to Y in 16-byte pieces;
+// or a convolution's outputs max-pooled 2x2 on the way.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "sdnn/core/numeric.cuh"
@@ -90,6 +92,82 @@ __device__ __forceinline__ void store_staged_float_rows(float const* s, int pitc
     } else {
       for (int e = 0; e < PER && col + e < m; ++e)
         dst[e] = staged_detail::round_to<Out>(epi.apply(src[e], epi.bias_at(col + e)));
+    }
+  }
+}
+
+namespace staged_detail {
+// An Out value as float and back (exact for a value that came from Out).
+template <class Out>
+__device__ __forceinline__ float widen(Out v) {
+  if constexpr (std::is_same_v<Out, float>) {
+    return v;
+  } else {
+    unsigned short b;
+    std::memcpy(&b, &v, sizeof b);
+    return unpack2_float<Out>(b).x;
+  }
+}
+template <class Out>
+__device__ __forceinline__ Out narrow(float v) {
+  if constexpr (std::is_same_v<Out, float>) {
+    return v;
+  } else {
+    auto const b = static_cast<unsigned short>(pack2_float<Out>(v, 0.0f));
+    Out o;
+    std::memcpy(&o, &b, sizeof b);
+    return o;
+  }
+}
+// The 2x2 max of one 32-bit word of each window position: the fmaxf tree of
+// conv::detail::nhwc_max_pool2x2 (the upper row's pair, the lower row's, then the two).
+template <class Out>
+__device__ __forceinline__ unsigned max4_word(unsigned a, unsigned b, unsigned c, unsigned d) {
+  if constexpr (std::is_same_v<Out, float>) {
+    return __float_as_uint(fmaxf(fmaxf(__uint_as_float(a), __uint_as_float(b)),
+                                 fmaxf(__uint_as_float(c), __uint_as_float(d))));
+  } else {
+    float2 const x = unpack2_float<Out>(a), y = unpack2_float<Out>(b), z = unpack2_float<Out>(c),
+                 w = unpack2_float<Out>(d);
+    return pack2_float<Out>(fmaxf(fmaxf(x.x, y.x), fmaxf(z.x, w.x)), fmaxf(fmaxf(x.y, y.y), fmaxf(z.y, w.y)));
+  }
+}
+}  // namespace staged_detail
+
+// The last step of a kernel with the 2x2 stride-2 max-pool fused: a tile of convolution outputs
+// staged as Out (row r at s + r * pitch elements; s and pitch multiples of 16 bytes), output
+// (oh0 + dr, w0 + dw) of image img at staged row dr * rs + dw (oh0, w0 even). Pooled pixel
+// (ph0 + i, pw0 + j), i < rows, j < cols, is the max of its window by the tree of
+// conv::detail::nhwc_max_pool2x2, so its bits are the unfused pool's (each value is exact in
+// float); it goes to Y row (img * ph + ph0 + i) * pw + pw0 + j (ld elements a row) from column
+// col0 on. Pooled pixels from ph / pw on and columns from m on are not written; a 16-byte piece is
+// one store where vec and it ends within m.
+template <int Cols, class Out>
+__device__ __forceinline__ void store_pooled_rows(Out const* s, int pitch, int rs, int rows, int cols, Out* y,
+                                                  std::int64_t ld, int img, int ph0, int pw0, int ph, int pw, int col0,
+                                                  int m, bool vec, int first, int step) {
+  constexpr int PER = 16 / static_cast<int>(sizeof(Out)), PIECES = Cols / PER;
+  static_assert(Cols % PER == 0, "store_pooled_rows: rows of whole 16-byte pieces");
+#pragma unroll 1
+  for (int q = first; q < rows * cols * PIECES; q += step) {
+    int const pix = q / PIECES, c = (q % PIECES) * PER, i = pix / cols, j = pix % cols;
+    int const prow = ph0 + i, pcol = pw0 + j, col = col0 + c;
+    if (prow >= ph || pcol >= pw || col >= m) continue;
+    Out const* const a = s + (2 * i * rs + 2 * j) * pitch + c;  // the window's upper-left value
+    Out const* const b = a + pitch;
+    Out const* const d = a + rs * pitch;
+    Out const* const e = d + pitch;
+    Out* const dst = y + ((std::int64_t(img) * ph + prow) * pw + pcol) * ld + col;
+    if (vec && col + PER <= m) {
+      uint4 const va = *reinterpret_cast<uint4 const*>(a), vb = *reinterpret_cast<uint4 const*>(b),
+                  vd = *reinterpret_cast<uint4 const*>(d), ve = *reinterpret_cast<uint4 const*>(e);
+      *reinterpret_cast<uint4*>(dst) =
+          make_uint4(staged_detail::max4_word<Out>(va.x, vb.x, vd.x, ve.x), staged_detail::max4_word<Out>(va.y, vb.y, vd.y, ve.y),
+                     staged_detail::max4_word<Out>(va.z, vb.z, vd.z, ve.z), staged_detail::max4_word<Out>(va.w, vb.w, vd.w, ve.w));
+    } else {
+      for (int t = 0; t < PER && col + t < m; ++t)
+        dst[t] = staged_detail::narrow<Out>(fmaxf(fmaxf(staged_detail::widen(a[t]), staged_detail::widen(b[t])),
+                                                  fmaxf(staged_detail::widen(d[t]), staged_detail::widen(e[t]))));
     }
   }
 }

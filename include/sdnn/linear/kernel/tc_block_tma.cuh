@@ -10,8 +10,9 @@
 // im2col tensor map over a convolution's NHWC input: tc_tma_rows_x, tc_tma_im2col_x), and hands it
 // over through a "full" shared-memory barrier; the multiplying warps (mma.sync m16n8k16, ldmatrix)
 // hand it back through an "empty" one. No K split: each output is one thread's sum in block order
-// (deterministic). Y leaves through shared memory in 16-byte pieces. Operand layout
-// and the checks the plan makes before a launch: linear/op/tc_linear.cuh.
+// (deterministic). Y leaves through shared memory in 16-byte pieces; with Pool (a convolution)
+// each thread block's rows are whole 2x2 pooling windows and Y leaves pooled. Operand layout and
+// the checks the plan makes before a launch: linear/op/tc_linear.cuh.
 #pragma once
 
 #include <cuda.h>
@@ -31,6 +32,41 @@
 
 namespace sdnn::kernels {
 
+// The 2x2 stride-2 max-pool fused into the kernel (Pool): a thread block's X rows are whole
+// pooling windows of the convolution's output (oh x ow pixels an image). Either a tile is `pairs`
+// row pairs of whole output rows, one box of bx pixels from pixel (b, 2 pairs g, 0) (where
+// 2 ow <= bx), or (`split`) one row pair from column w0 = c bx / 2: two boxes of bx / 2 pixels
+// from (b, 2p, w0) and (b, 2p + 1, w0), the second in the stage's lower half. Pixels a box reads
+// past the rows it is for are multiplied and dropped. Tile t: c = t % tiles_w, the tile row
+// g = t / tiles_w % tiles_h, the image t / (tiles_w tiles_h).
+struct tc_tma_pool {
+  std::int32_t oh = 0, ow = 0;  // the convolution's output, before the pool
+  std::int32_t pairs = 1;       // output row pairs a tile (1 when split)
+  std::int32_t tiles_w = 1;     // tiles across a row pair: ceil(ow / (bx / 2)) when split, else 1
+  std::int32_t tiles_h = 0;     // tiles down an image: ceil((oh / 2) / pairs)
+  bool split = false;
+};
+
+// The pooled tiling of oh x ow outputs with bx rows a tile: whole rows where two fit a tile
+// (balanced: the same number of row pairs in every tile of an image but the last), else split.
+inline tc_tma_pool make_tc_tma_pool(int oh, int ow, int bx) {
+  tc_tma_pool q;
+  q.oh = oh;
+  q.ow = ow;
+  int const ph = oh / 2;
+  if (ph == 0 || ow / 2 == 0) return q;  // no pooled output: no tile
+  if (2 * ow <= bx) {
+    int const most = bx / (2 * ow);
+    q.tiles_h = (ph + most - 1) / most;
+    q.pairs = (ph + q.tiles_h - 1) / q.tiles_h;
+  } else {
+    q.split = true;
+    q.tiles_w = (ow + bx / 2 - 1) / (bx / 2);
+    q.tiles_h = ph;
+  }
+  return q;
+}
+
 template <class T>
 struct tc_block_tma_params {
   CUtensorMap w;                          // the stored blocks as nnzb * BR rows of 64 bytes (16-byte
@@ -44,6 +80,8 @@ struct tc_block_tma_params {
   std::int32_t row_blocks = 0;            // ceil(m / BR): unit u is block row u % row_blocks,
                                           // X tile u / row_blocks (the block rows of a tile together)
   basic_epilogue<float> epi{};
+  tc_tma_pool pool{};  // Pool kernels: the tiling; y is then the pooled output, (b, ph, pw) at row
+                       // (b * (oh / 2) + ph) * (ow / 2) + pw
 };
 
 namespace tma_detail {
@@ -62,12 +100,14 @@ __device__ __forceinline__ void sync_mma_warps() {
 }  // namespace tma_detail
 
 // One thread block per unit (blockIdx.x; see tc_block_tma_params for the order). Cfg:
-// policy::tc_block_tma_tile.
-template <class Cfg, class T, class Out, class XSrc>
+// policy::tc_block_tma_tile. Pool: the fused 2x2 max-pool (tc_tma_pool; an im2col operand whose
+// map's boxes are bx / 2 pixels when the tiling is split, bx otherwise).
+template <class Cfg, class T, class Out, class XSrc, bool Pool = false>
 __global__ void __launch_bounds__(Cfg::threads) tc_block_tma_kernel(__grid_constant__ tc_block_tma_params<T> const p,
                                                                     __grid_constant__ XSrc const xs) {
   static_assert(is_16bit_float_v<T>, "tc_block_tma_kernel: T must be sdnn::bf16 or sdnn::fp16");
   static_assert(is_tc_tma_x_v<XSrc>, "tc_block_tma_kernel: X through a tensor map");
+  static_assert(!Pool || std::is_same_v<XSrc, tc_tma_im2col_x>, "tc_block_tma_kernel: the pool needs a convolution");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int BR = Cfg::br, BX = Cfg::bx, STAGES = Cfg::stages, WARPS = Cfg::mma_warps;
   constexpr int MI = Cfg::mi, NJ = Cfg::nj;
@@ -79,8 +119,21 @@ __global__ void __launch_bounds__(Cfg::threads) tc_block_tma_kernel(__grid_const
 
   int const tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   int const unit = static_cast<int>(blockIdx.x);
-  int const rb = unit % p.row_blocks, x0 = (unit / p.row_blocks) * BX, m0 = rb * BR;
+  int const rb = unit % p.row_blocks, m0 = rb * BR;
   int const b0 = p.row_ptr[rb], nk = p.row_ptr[rb + 1] - b0;
+  // The tile's first X row (Pool: its first box's; x1 the second box's when split) and, with Pool,
+  // its image, first output row and first column.
+  int x0 = 0, x1 = 0, img = 0, oh0 = 0, w0 = 0;
+  if constexpr (Pool) {
+    int const t = unit / p.row_blocks, tw = p.pool.tiles_w, th = p.pool.tiles_h;
+    img = t / (tw * th);
+    oh0 = 2 * p.pool.pairs * (t / tw % th);
+    w0 = t % tw * (BX / 2);
+    x0 = (img * p.pool.oh + oh0) * p.pool.ow + w0;
+    x1 = x0 + p.pool.ow;
+  } else {
+    x0 = (unit / p.row_blocks) * BX;
+  }
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -98,6 +151,7 @@ __global__ void __launch_bounds__(Cfg::threads) tc_block_tma_kernel(__grid_const
     // completed; the block's column is read one stage ahead.
     if (lane == 0) {
       int4 const pix = tma_detail::x_start(xs, x0);
+      int4 const pix1 = Pool ? tma_detail::x_start(xs, x1) : pix;
       int col = nk > 0 ? p.col_idx[b0] : 0;
       for (int i = 0; i < nk; ++i) {
         int const s = i % STAGES, next = i + 1 < nk ? p.col_idx[b0 + i + 1] : 0;
@@ -107,7 +161,12 @@ __global__ void __launch_bounds__(Cfg::threads) tc_block_tma_kernel(__grid_const
         std::int32_t const cw[2] = {0, (b0 + i) * BR};
         cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, stage_w(s), &p.w, cw,
                                         &full[s]);
-        tma_detail::copy_x(xs, stage_x(s), &full[s], col * 32, x0, pix);
+        if (Pool && p.pool.split) {  // two boxes of BX / 2 pixels (the map's box), one a row
+          tma_detail::copy_x(xs, stage_x(s), &full[s], col * 32, x0, pix);
+          tma_detail::copy_x(xs, stage_x(s) + (BX / 2) * 64, &full[s], col * 32, x1, pix1);
+        } else {
+          tma_detail::copy_x(xs, stage_x(s), &full[s], col * 32, x0, pix);
+        }
         col = next;
       }
     }
@@ -182,8 +241,19 @@ __global__ void __launch_bounds__(Cfg::threads) tc_block_tma_kernel(__grid_const
         }
       }
     __syncwarp();
-    store_staged_rows<Cfg::warp_rows, BR>(sy, PITCH, static_cast<Out*>(p.y), p.y_ld, x0 + wrow0, m0, p.n, p.m, p.y_vec,
-                                         lane, 32);
+    if constexpr (Pool) {
+      // Every warp's rows are staged (the tile from smem on, row r at r * PITCH): the window of
+      // output (oh0 + dr, w0 + dw) lies at staged row dr * rs + dw.
+      tma_detail::sync_mma_warps<WARPS>();
+      int const ph = p.pool.oh / 2, pw = p.pool.ow / 2;
+      int const rs = p.pool.split ? BX / 2 : p.pool.ow;
+      store_pooled_rows<BR>(reinterpret_cast<Out const*>(smem), PITCH, rs, p.pool.split ? 1 : p.pool.pairs,
+                            p.pool.split ? BX / 4 : pw, static_cast<Out*>(p.y), p.y_ld, img, oh0 / 2, w0 / 2, ph, pw,
+                            m0, p.m, p.y_vec, tid, WARPS * 32);
+    } else {
+      store_staged_rows<Cfg::warp_rows, BR>(sy, PITCH, static_cast<Out*>(p.y), p.y_ld, x0 + wrow0, m0, p.n, p.m,
+                                           p.y_vec, lane, 32);
+    }
   }
 #else
   __trap();  // compiled for an architecture without tensor maps: the plan never launches it there

@@ -351,6 +351,48 @@ class tc_linear_plan {
     run_tiled(s, exec, xs, n, y, epi, w);
   }
 
+  // run_x for a convolution followed by a 2x2 stride-2 max-pool, the pool fused into the TMA
+  // block kernel's epilogue (kernels::tc_tma_pool): y is the pooled output, one row per pooled
+  // pixel (batch x OH/2 x OW/2, an odd last row or column dropped) of out_features(). Its bits are
+  // those of run_x followed by conv::detail::nhwc_max_pool2x2. pools_x(xs, n) says whether a run
+  // with this operand can (the TMA kernel would run: blocks 32 wide on sm_90, an input a tensor map
+  // can read); a run where it cannot is refused before any launch.
+  bool pools_x(kernels::tc_im2col_x<T> const& xs, std::int64_t n) const {
+    if constexpr (!blocks) {
+      (void)xs;
+      (void)n;
+      return false;
+    } else {
+      if (n <= 0 || n > std::numeric_limits<std::int32_t>::max()) return false;
+      auto const geo = tma_geometry(xs, n);
+      return geo.encodable() && shape_for<kernels::tc_im2col_x<T>>(n, true, true).tma;
+    }
+  }
+  template <class Out>
+  void run_x_pool2x2(cuda_exec exec, kernels::tc_im2col_x<T> const& xs, std::int64_t n, dense_view<Out> y,
+                     basic_epilogue<float> const& epi) const {
+    std::int64_t const oh = xs.div_oh.d, ow = xs.div_ow.d, images = oh * ow > 0 ? n / (oh * ow) : 0;
+    std::int64_t const pooled = images * (oh / 2) * (ow / 2);
+    SDNN_EXPECTS_DIMS(y.rows == pooled && y.cols == m_, name(), ": the pooled Y must be ", pooled, " x ", m_, ", got ",
+                      y.rows, " x ", y.cols);
+    SDNN_EXPECTS(y.ld >= y.cols && (y.data != nullptr || pooled == 0), name(), ": bad Y view");
+    SDNN_EXPECTS(pools_x(xs, n), name(),
+                 ": the 2x2 pool is fused only into the TMA block kernel (blocks 32 wide, sm_90, an input "
+                 "16-byte aligned with whole images a tensor map can read); run_x and pool instead");
+    if constexpr (blocks) {
+      auto const geo = tma_geometry(xs, n);
+      launch_shape const s = shape_for<kernels::tc_im2col_x<T>>(n, true, true);
+      if (pooled == 0 || m_ == 0) return;
+      with_tma_tile(s.bn, [&](auto tile) {
+        using Cfg = decltype(tile);
+        auto const pool = kernels::make_tc_tma_pool(int(oh), int(ow), Cfg::bx);
+        auto const ts = kernels::make_tc_tma_im2col_x(xs, geo, pool.split ? Cfg::bx / 2 : Cfg::bx, 32,
+                                                      CU_TENSOR_MAP_SWIZZLE_64B);
+        run_tma<Cfg, true>(s, exec, ts, n, y, epi, pool, images * pool.tiles_w * pool.tiles_h);
+      });
+    }
+  }
+
  private:
   using dense_src = kernels::tc_dense_source<T>;
   using block_src = kernels::tc_block_source<T>;
@@ -484,9 +526,10 @@ class tc_linear_plan {
       });
     return wide;
   }
-  template <class Cfg, class XSrc, class Out>
+  // pool, tiles: the fused pool's tiling and its tiles (Pool), instead of s.ntiles.
+  template <class Cfg, bool Pool = false, class XSrc, class Out>
   void run_tma(launch_shape const& s, cuda_exec exec, XSrc const& xs, std::int64_t n, dense_view<Out> y,
-               basic_epilogue<float> const& epi) const {
+               basic_epilogue<float> const& epi, kernels::tc_tma_pool const& pool = {}, std::int64_t tiles = 0) const {
     auto const v = bsr_.view();
     kernels::tc_block_tma_params<T> p{};
     p.w = tma_w_;
@@ -499,9 +542,10 @@ class tc_linear_plan {
     p.n = static_cast<std::int32_t>(n);
     p.row_blocks = s.panels;
     p.epi = epi;
-    std::int64_t const grid = std::int64_t(s.panels) * s.ntiles;
+    p.pool = pool;
+    std::int64_t const grid = std::int64_t(s.panels) * (Pool ? tiles : s.ntiles);
     SDNN_EXPECTS(grid <= std::numeric_limits<std::int32_t>::max(), name(), ": grid of ", grid, " blocks");
-    auto const kern = kernels::tc_block_tma_kernel<Cfg, T, Out, XSrc>;
+    auto const kern = kernels::tc_block_tma_kernel<Cfg, T, Out, XSrc, Pool>;
     ::sdnn::detail::allow_dynamic_smem(kern, Cfg::smem);  // here, by the launch: see core/cuda.cuh
     kern<<<static_cast<unsigned>(grid), Cfg::threads, Cfg::smem, exec.stream>>>(p, xs);
     SDNN_CUDA_CHECK_LAUNCH();
