@@ -2,7 +2,7 @@
 // (bias, ReLU, optional 2x2 max-pool) that runs the fastest of cuDNN (dense, its best algorithm)
 // and the tensor-core implicit GEMMs the filter's structure allows (blocks of 64 x 32, 32 x 32 or
 // 16 x 16 of its GEMM view, as channel-block pruning leaves them, the 64 x 32 and 32 x 32 ones also
-// through the TMA block kernel on sm_90; 64 x 64 tiles of its nonzeros; 2:4
+// through the TMA block kernel on sm_90, which pools in its epilogue; 64 x 64 tiles of its nonzeros; 2:4
 // along the reduction dimension on mma.sp), for a 1x1 stride-1 unpadded layer the plain GEMM
 // through cuBLASLt with the bias and ReLU fused (where cuDNN runs them as a pass of their own),
 // and for a short reduction (R*S*C <= 256: a first layer) the direct kernel of small_c_conv.cuh.
