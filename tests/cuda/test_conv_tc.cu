@@ -329,6 +329,7 @@ TEMPLATE_TEST_CASE("tc_conv: the 2x2 max-pool fused into the TMA block kernel, o
   CHECK_FALSE(plan.fuses_pool2x2(5, x.data() + 1));
   CHECK(error_text([&] { plan.run_pool2x2(ex, x.data() + 1, 5, y.data(), basic_epilogue<float>{}); })
             .find("fused only into the TMA block kernel") != std::string::npos);
+  plan.run_pool2x2(ex, x.data() + 1, 0, y.data(), basic_epilogue<float>{});  // an empty batch runs nothing
   ops::tc_conv_plan<policy::tc_block_sparse_mma, T> tiled(
       s, sdnn_test::make_tc_weights<policy::tc_block_sparse_mma, T>(random_filter<T>(s, seed++, 0.5), 32, 32), ex,
       plan_options{}, policy::tc_shape::tiled);

@@ -376,13 +376,13 @@ class tc_linear_plan {
     SDNN_EXPECTS_DIMS(y.rows == pooled && y.cols == m_, name(), ": the pooled Y must be ", pooled, " x ", m_, ", got ",
                       y.rows, " x ", y.cols);
     SDNN_EXPECTS(y.ld >= y.cols && (y.data != nullptr || pooled == 0), name(), ": bad Y view");
+    if (pooled == 0 || m_ == 0) return;
     SDNN_EXPECTS(pools_x(xs, n), name(),
                  ": the 2x2 pool is fused only into the TMA block kernel (blocks 32 wide, sm_90, an input "
                  "16-byte aligned with whole images a tensor map can read); run_x and pool instead");
     if constexpr (blocks) {
       auto const geo = tma_geometry(xs, n);
       launch_shape const s = shape_for<kernels::tc_im2col_x<T>>(n, true, true);
-      if (pooled == 0 || m_ == 0) return;
       with_tma_tile(s.bn, [&](auto tile) {
         using Cfg = decltype(tile);
         auto const pool = kernels::make_tc_tma_pool(int(oh), int(ow), Cfg::bx);
