@@ -50,7 +50,8 @@ def main():
         lines = [f"# VGG-16 stack: {first['gpu']}, CUDA {first['cuda_runtime']}, {first['date']}", "",
                  "Wall time of one forward issued layer by layer (host work included), median of the bench's "
                  "repeats; cuDNN's stack of the same process and round.", "",
-                 "| type | batch | structure | build | round | sdnn us | cuDNN us | speedup |", "|---|---|---|---|---|---|---|---|"]
+                 "| type | batch | structure | build | round | sdnn us | cuDNN us | speedup |",
+                 "|---|---|---|---|---|---|---|---|"]
         for (t, b, s), by in runs.items():
             for v, xs in by.items():
                 for rd, us, c in xs:

@@ -232,9 +232,11 @@ namespace {
 // The 2x2 pool fused into the TMA block kernel (tc_conv_plan::run_pool2x2) against run() followed
 // by the pool on the host (the fmaxf tree of conv::detail::nhwc_max_pool2x2): the same bits, and
 // again on a second run. Both outputs start as NaN, so a pooled value never written shows.
+// wide_units: for a case meant for the 256-row tile, its thread blocks at 256 rows a tile; the
+// plan must take that tile exactly where the tuning table says (as for the unpooled kernel).
 template <class T, class Out>
 void check_pool_fused(conv::conv_shape const& s, std::int64_t batch, dense_matrix<T> const& wg, unsigned seed,
-                      bool bias_relu, int br = 32) {
+                      bool bias_relu, int br = 32, std::int64_t wide_units = 0) {
   INFO("pool: C=" << s.C << " H=" << s.H << " W=" << s.W << " K=" << s.K << " R=" << s.R << " stride " << s.stride_h
                   << " pad " << s.pad_h << " dil " << s.dil_h << " batch " << batch << " blocks " << br << " x 32");
   stream_guard sg;
@@ -246,6 +248,12 @@ void check_pool_fused(conv::conv_shape const& s, std::int64_t batch, dense_matri
   bool const sm90 = detail::current_arch().sm() >= 90;
   REQUIRE(plan.fuses_pool2x2(batch) == sm90);
   if (!sm90) return;
+  if (wide_units > 0) {
+    auto const t = policy::tc_tuning_for(detail::current_arch());
+    bool const wide =
+        t.tma_wide_units_per_sm > 0 && wide_units >= std::int64_t(t.tma_wide_units_per_sm) * detail::sm_count();
+    CHECK((plan.describe(batch).find(" x 256 rows a block") != std::string::npos) == wide);
+  }
   int const OH = s.OH(), OW = s.OW(), PH = OH / 2, PW = OW / 2;
   std::int64_t const n = batch * OH * OW, pooled = batch * PH * PW;
   auto dx = upload(sdnn_test::random_vector<T>(batch * s.H * s.W * s.C, seed), ex);
@@ -292,13 +300,13 @@ TEMPLATE_TEST_CASE("tc_conv: the 2x2 max-pool fused into the TMA block kernel, o
                    bf16, fp16) {
   using T = TestType;
   std::vector<layer> const layers = {
-      {conv::conv_shape::conv2d(32, 20, 150, 64, 3, 3, 1, 1), 1},   // rows split in three boxes, the last part empty
+      {conv::conv_shape::conv2d(32, 20, 150, 64, 3, 3, 1, 1), 1},   // row pairs in three tiles, the last 22 wide
       {conv::conv_shape::conv2d(64, 14, 14, 64, 3, 3, 1, 1), 5},    // four row pairs a tile, the last tile three
       {conv::conv_shape::conv2d(32, 9, 7, 40, 3, 3, 1, 1), 3},      // odd H and W (a row and a column dropped), K tail
       {conv::conv_shape::conv2d(64, 12, 10, 64, 3, 3, 2, 0), 1},    // stride 2, no padding, batch 1
       {conv::conv_shape::conv2d(32, 11, 13, 24, 3, 3, 1, 2, 2), 2},  // dilation 2, padding 2
       {conv::conv_shape::conv2d(32, 8, 64, 32, 3, 3, 1, 1), 2},     // one row pair fills the tile exactly
-      {conv::conv_shape::conv2d(32, 6, 65, 32, 3, 3, 1, 1), 2},     // split, the second box's one pooled column dropped
+      {conv::conv_shape::conv2d(32, 6, 65, 32, 3, 3, 1, 1), 2},     // split, the second tile only the dropped column
       {conv::conv_shape::conv2d(64, 7, 7, 96, 1, 1), 2},            // 1x1
   };
   unsigned seed = 301;
@@ -311,12 +319,13 @@ TEMPLATE_TEST_CASE("tc_conv: the 2x2 max-pool fused into the TMA block kernel, o
     check_pool_fused<T, T>(l.s, l.batch, w64, seed++, true, 64);
     check_pool_fused<T, T>(l.s, l.batch, w64, seed++, true, 16);
   }
-  // The wide tile (256 rows, as the plan's tuning gives it on an H100 at this many units): whole
-  // rows (four row pairs of 30 pixels a tile), and split rows (two boxes of 128 pixels, 224 wide).
+  // The wide tile (256 rows, taken at this many units on an H100: 2 block rows x 528 and x 560
+  // tiles): whole rows (four row pairs of 30 pixels a tile), and split rows (two boxes of 128
+  // pixels, 224 wide).
   auto const big = conv::conv_shape::conv2d(32, 30, 30, 64, 3, 3, 1, 1);
-  check_pool_fused<T, T>(big, 150, random_filter<T>(big, seed++, 0.5, 32, 32), seed++, true);
+  check_pool_fused<T, T>(big, 150, random_filter<T>(big, seed++, 0.5, 32, 32), seed++, true, 32, 2 * 528);
   auto const wide = conv::conv_shape::conv2d(32, 4, 224, 64, 3, 3, 1, 1);
-  check_pool_fused<T, T>(wide, 160, random_filter<T>(wide, seed++, 0.5, 32, 32), seed++, true);
+  check_pool_fused<T, T>(wide, 160, random_filter<T>(wide, seed++, 0.5, 32, 32), seed++, true, 32, 2 * 560);
 
   // Refused before any launch where the kernel cannot pool: an input a tensor map cannot read.
   stream_guard sg;

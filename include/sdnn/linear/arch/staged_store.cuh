@@ -161,9 +161,10 @@ __device__ __forceinline__ void store_pooled_rows(Out const* s, int pitch, int r
     if (vec && col + PER <= m) {
       uint4 const va = *reinterpret_cast<uint4 const*>(a), vb = *reinterpret_cast<uint4 const*>(b),
                   vd = *reinterpret_cast<uint4 const*>(d), ve = *reinterpret_cast<uint4 const*>(e);
+      using staged_detail::max4_word;
       *reinterpret_cast<uint4*>(dst) =
-          make_uint4(staged_detail::max4_word<Out>(va.x, vb.x, vd.x, ve.x), staged_detail::max4_word<Out>(va.y, vb.y, vd.y, ve.y),
-                     staged_detail::max4_word<Out>(va.z, vb.z, vd.z, ve.z), staged_detail::max4_word<Out>(va.w, vb.w, vd.w, ve.w));
+          make_uint4(max4_word<Out>(va.x, vb.x, vd.x, ve.x), max4_word<Out>(va.y, vb.y, vd.y, ve.y),
+                     max4_word<Out>(va.z, vb.z, vd.z, ve.z), max4_word<Out>(va.w, vb.w, vd.w, ve.w));
     } else {
       for (int t = 0; t < PER && col + t < m; ++t)
         dst[t] = staged_detail::narrow<Out>(fmaxf(fmaxf(staged_detail::widen(a[t]), staged_detail::widen(b[t])),
