@@ -277,6 +277,8 @@ class conv16_auto_plan {
   std::size_t workspace_bytes() const noexcept { return sub_ ? sub_->workspace_bytes() : ws_bytes_; }
 
   // y (NHWC, batch x out_h() x out_w() x K) = pool?(relu?(conv(x) + bias)), x NHWC batch x H x W x C.
+  // Where the plan pools in the TMA kernel's epilogue (describe() says so), x must be 16-byte
+  // aligned (the kernel reads it through a tensor map); another x is refused before any launch.
   void run(cuda_exec exec, T const* x, T* y, workspace ws = {}) const {
     SDNN_EXPECTS(x != nullptr && y != nullptr, "conv16_auto_plan: x and y must not be null");
     runs_.note(exec);
