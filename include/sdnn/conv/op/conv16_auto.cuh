@@ -371,7 +371,8 @@ class conv16_auto_plan {
       return;
     }
     if (fused_pool_) {
-      SDNN_EXPECTS(blocks_->fuses_pool2x2(batch_, x), "conv16_auto_plan: ", conv16_path_name(path_),
+      // fuses_pool2x2(batch_) held at plan time; of the input it asks only 16-byte alignment.
+      SDNN_EXPECTS(reinterpret_cast<std::uintptr_t>(x) % 16 == 0, "conv16_auto_plan: ", conv16_path_name(path_),
                    " pools in the TMA kernel, which reads x through a tensor map: x must be 16-byte aligned");
       blocks_->run_pool2x2(exec, x, batch_, y, epi_);
       return;

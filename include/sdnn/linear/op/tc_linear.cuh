@@ -358,15 +358,8 @@ class tc_linear_plan {
   // with this operand can (the TMA kernel would run: blocks 32 wide on sm_90, an input a tensor map
   // can read); a run where it cannot is refused before any launch.
   bool pools_x(kernels::tc_im2col_x<T> const& xs, std::int64_t n) const {
-    if constexpr (!blocks) {
-      (void)xs;
-      (void)n;
-      return false;
-    } else {
-      if (n <= 0 || n > std::numeric_limits<std::int32_t>::max()) return false;
-      auto const geo = tma_geometry(xs, n);
-      return geo.encodable() && shape_for<kernels::tc_im2col_x<T>>(n, true, true).tma;
-    }
+    ::sdnn::detail::tma_conv_geometry geo;
+    return pool_shape(xs, n, geo).tma;
   }
   template <class Out>
   void run_x_pool2x2(cuda_exec exec, kernels::tc_im2col_x<T> const& xs, std::int64_t n, dense_view<Out> y,
@@ -377,12 +370,12 @@ class tc_linear_plan {
                       y.rows, " x ", y.cols);
     SDNN_EXPECTS(y.ld >= y.cols && (y.data != nullptr || pooled == 0), name(), ": bad Y view");
     if (pooled == 0 || m_ == 0) return;
-    SDNN_EXPECTS(pools_x(xs, n), name(),
+    ::sdnn::detail::tma_conv_geometry geo;
+    launch_shape const s = pool_shape(xs, n, geo);
+    SDNN_EXPECTS(s.tma, name(),
                  ": the 2x2 pool is fused only into the TMA block kernel (blocks 32 wide, sm_90, an input "
                  "16-byte aligned with whole images a tensor map can read); run_x and pool instead");
     if constexpr (blocks) {
-      auto const geo = tma_geometry(xs, n);
-      launch_shape const s = shape_for<kernels::tc_im2col_x<T>>(n, true, true);
       with_tma_tile(s.bn, [&](auto tile) {
         using Cfg = decltype(tile);
         auto const pool = kernels::make_tc_tma_pool(int(oh), int(ow), Cfg::bx);
@@ -485,6 +478,16 @@ class tc_linear_plan {
       (void)n;
       return {};
     }
+  }
+
+  // The launch of a pooled run (run_x_pool2x2) of n rows of xs, and xs's geometry (geo): s.tma is
+  // false where the TMA kernel cannot take it.
+  launch_shape pool_shape(kernels::tc_im2col_x<T> const& xs, std::int64_t n,
+                          ::sdnn::detail::tma_conv_geometry& geo) const {
+    if (n <= 0 || n > std::numeric_limits<std::int32_t>::max()) return {};
+    geo = tma_geometry(xs, n);
+    if (!geo.encodable()) return {};
+    return shape_for<kernels::tc_im2col_x<T>>(n, true, true);
   }
 
   // The TMA kernel: blocks 32 wide on sm_90 and newer, forced or from the tuning table's
